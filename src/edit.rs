@@ -1,0 +1,184 @@
+//! [`TextEdit`]: the one change type every format resolves to.
+//!
+//! A `TextEdit` is a list of line-range replacements that is sorted and
+//! disjoint by construction: the only way to make one is
+//! [`TextEditBuilder::finish`], which refuses overlapping replacements with a
+//! [`Conflict`] naming both edits. Applying it ([`Document::apply`](crate::Document::apply))
+//! is then a single pass that copies untouched lines verbatim.
+//!
+//! Owns: ordering and the disjointness check. Does not own: where a
+//! replacement goes (the matcher and the formats decide) or line endings (the
+//! [`Document`](crate::Document) decides).
+
+use std::ops::Range;
+
+/// One replacement: lines `range` of the original become `lines`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replacement {
+    range: Range<usize>,
+    lines: Vec<String>,
+    origin: usize,
+}
+
+impl Replacement {
+    /// The 0-based, half-open range of original lines replaced (empty: an insertion before `range.start`).
+    pub fn range(&self) -> Range<usize> {
+        self.range.clone()
+    }
+
+    /// The new lines, without line endings.
+    pub fn lines(&self) -> &[String] {
+        &self.lines
+    }
+
+    /// Index of the edit (in the input) this replacement came from.
+    pub fn origin(&self) -> usize {
+        self.origin
+    }
+}
+
+/// Two edits want to change the same lines.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("edits {first} and {second} overlap at lines {}..{}", lines.start + 1, lines.end)]
+pub struct Conflict {
+    /// The edit that comes first in the input.
+    pub first: usize,
+    /// The other edit.
+    pub second: usize,
+    /// The 0-based, half-open range of original lines both touch.
+    pub lines: Range<usize>,
+}
+
+/// A sorted, disjoint set of line replacements, plus an optional final-newline change.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TextEdit {
+    replacements: Vec<Replacement>,
+    final_newline: Option<bool>,
+}
+
+impl TextEdit {
+    /// The replacements in file order.
+    pub fn replacements(&self) -> &[Replacement] {
+        &self.replacements
+    }
+
+    /// `Some(state)` when the edit sets whether the file ends with a newline.
+    pub fn final_newline(&self) -> Option<bool> {
+        self.final_newline
+    }
+
+    /// Whether the edit changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.replacements.is_empty() && self.final_newline.is_none()
+    }
+
+    /// Bytes of new text (without endings), for sizing buffers.
+    pub(crate) fn inserted_len(&self) -> usize {
+        self.replacements
+            .iter()
+            .flat_map(|r| r.lines.iter())
+            .map(|l| l.len() + 2)
+            .sum()
+    }
+}
+
+/// Collects replacements in any order; [`finish`](Self::finish) sorts them and checks they are disjoint.
+#[derive(Debug, Default)]
+pub struct TextEditBuilder {
+    replacements: Vec<Replacement>,
+    final_newline: Option<(bool, usize)>,
+}
+
+impl TextEditBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Replaces original lines `range` with `lines`, on behalf of edit `origin`.
+    pub fn replace(&mut self, range: Range<usize>, lines: Vec<String>, origin: usize) -> &mut Self {
+        self.replacements.push(Replacement {
+            range,
+            lines,
+            origin,
+        });
+        self
+    }
+
+    /// Sets whether the result ends with a newline, on behalf of edit `origin`.
+    pub fn set_final_newline(&mut self, wanted: bool, origin: usize) -> &mut Self {
+        self.final_newline = Some((wanted, origin));
+        self
+    }
+
+    /// Sorts the replacements and checks that no two overlap.
+    ///
+    /// Two replacements conflict when their ranges share a line, or when both
+    /// insert at the same point (their order would be a guess). An insertion at
+    /// the edge of another edit's range does not conflict: it goes before or
+    /// after it.
+    pub fn finish(self) -> Result<TextEdit, Conflict> {
+        let mut reps = self.replacements;
+        // Insertions sort before a replacement starting at the same line.
+        reps.sort_by_key(|r| (r.range.start, r.range.end, r.origin));
+        for pair in reps.windows(2) {
+            let (a, b) = (&pair[0], &pair[1]);
+            let both_insert_here =
+                a.range.is_empty() && b.range.is_empty() && a.range.start == b.range.start;
+            if b.range.start < a.range.end || both_insert_here {
+                let lines = b.range.start..a.range.end.min(b.range.end);
+                let (first, second) = (a.origin.min(b.origin), a.origin.max(b.origin));
+                return Err(Conflict {
+                    first,
+                    second,
+                    lines,
+                });
+            }
+        }
+        // Drop no-op replacements that insert nothing and remove nothing.
+        reps.retain(|r| !(r.range.is_empty() && r.lines.is_empty()));
+        Ok(TextEdit {
+            replacements: reps,
+            final_newline: self.final_newline.map(|(w, _)| w),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rep(b: &mut TextEditBuilder, r: Range<usize>, o: usize) {
+        b.replace(r, vec!["x".into()], o);
+    }
+
+    #[test]
+    fn sorts_and_accepts_disjoint() {
+        let mut b = TextEditBuilder::new();
+        rep(&mut b, 5..7, 0);
+        rep(&mut b, 1..2, 1);
+        rep(&mut b, 2..2, 2);
+        rep(&mut b, 7..7, 3);
+        let e = b.finish().unwrap();
+        let starts: Vec<_> = e.replacements().iter().map(|r| r.range().start).collect();
+        assert_eq!(starts, [1, 2, 5, 7]);
+    }
+
+    #[test]
+    fn refuses_overlap_naming_both() {
+        let mut b = TextEditBuilder::new();
+        rep(&mut b, 3..6, 2);
+        rep(&mut b, 5..8, 0);
+        let c = b.finish().unwrap_err();
+        assert_eq!((c.first, c.second), (0, 2));
+        assert_eq!(c.lines, 5..6);
+    }
+
+    #[test]
+    fn refuses_two_insertions_at_one_point() {
+        let mut b = TextEditBuilder::new();
+        rep(&mut b, 4..4, 0);
+        rep(&mut b, 4..4, 1);
+        assert!(b.finish().is_err());
+    }
+}

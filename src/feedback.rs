@@ -1,0 +1,411 @@
+//! Feedback: the one place that turns outcomes into words, for a model or a person.
+//!
+//! Everything a model reads about its edits is written here: per edit, what
+//! happened; for a failure, the nearest lines of the file with line numbers
+//! and similarity, and what to change; which other edits would have applied;
+//! and whether anything was written. Every message kind is snapshot-tested,
+//! so a change of wording is reviewed as a diff.
+//!
+//! Messages are plain text (no colour, no Markdown beyond backticks), one
+//! short line per edit plus detail for failures, with 1-based line numbers.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::ops::Range;
+
+use crate::format::ParseError;
+use crate::matcher::{Candidate, Tier};
+use crate::report::{ApplyReport, EditError, EditReport, EditStatus, Warning};
+use crate::text::{DecodeError, Document};
+
+/// How many lines of a candidate region to quote.
+const QUOTE_LINES: usize = 12;
+
+/// 1-based, human line range: `line 4` or `lines 4-9`.
+pub fn lines(r: &Range<usize>) -> String {
+    if r.end <= r.start + 1 {
+        format!("line {}", r.start + 1)
+    } else {
+        format!("lines {}-{}", r.start + 1, r.end)
+    }
+}
+
+fn bare_lines(r: &Range<usize>) -> String {
+    if r.end <= r.start + 1 {
+        format!("{}", r.start + 1)
+    } else {
+        format!("{}-{}", r.start + 1, r.end)
+    }
+}
+
+fn percent(sim: f64) -> String {
+    format!("{:.0}%", (sim * 100.0).floor())
+}
+
+fn list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {}", init.join(", "), last),
+    }
+}
+
+fn tier_note(tier: Tier, similarity: Option<f64>) -> Option<String> {
+    Some(match tier {
+        Tier::Exact | Tier::Anchor => return None,
+        Tier::Whitespace => "matched ignoring whitespace and blank-line differences".to_owned(),
+        Tier::Indent => {
+            "matched at a different indentation; the new lines were re-indented to fit".to_owned()
+        }
+        Tier::Unicode => "matched ignoring quote, dash and space variants".to_owned(),
+        Tier::Fuzzy => format!(
+            "matched approximately ({} similar); check the result",
+            percent(similarity.unwrap_or(0.0))
+        ),
+    })
+}
+
+/// The words for a warning.
+pub fn warning(w: &Warning) -> String {
+    match w {
+        Warning::IdenticalBlock => "SEARCH and REPLACE are identical".to_owned(),
+        Warning::StrippedLineNumbers => {
+            "line-number prefixes copied from a numbered view were removed before matching"
+                .to_owned()
+        }
+        Warning::PartialLineMatch { line } => {
+            format!("SEARCH matched part of line {line}; the rest of that line was kept")
+        }
+        Warning::ChosenByHint { hint } => {
+            format!("several places matched; the one nearest :start_line: {hint} was used")
+        }
+        Warning::Elided { pieces } => format!("applied in {pieces} pieces around the `...` lines"),
+        Warning::DividerInContent { line } => format!(
+            "the block has several `=======` lines; the one at input line {line} is the divider, the others are content"
+        ),
+        Warning::Sequential => {
+            "matched against the file as changed by the edits before it".to_owned()
+        }
+    }
+}
+
+fn quote(doc: &Document, r: &Range<usize>, out: &mut String) {
+    let end = r.end.min(doc.line_count());
+    let start = r.start.min(end);
+    let width = end.to_string().len();
+    let shown: Vec<usize> = if end - start <= QUOTE_LINES {
+        (start..end).collect()
+    } else {
+        (start..start + QUOTE_LINES / 2)
+            .chain(end - QUOTE_LINES / 2..end)
+            .collect()
+    };
+    let mut prev = None;
+    for i in shown {
+        if prev.is_some_and(|p: usize| p + 1 != i) {
+            let _ = writeln!(out, "    {:>width$} | ...", "");
+        }
+        let _ = writeln!(out, "    {:>width$} | {}", i + 1, doc.line(i));
+        prev = Some(i);
+    }
+}
+
+fn decode_error(path: &str, e: &DecodeError) -> String {
+    match e {
+        DecodeError::Binary { offset } => format!(
+            "{path} is a binary file (NUL byte at offset {offset}); lancet edits text files only."
+        ),
+        DecodeError::NotUtf8 { offset, line } => format!(
+            "{path} is not UTF-8 (invalid byte on line {line}, offset {offset}); lancet will not rewrite it lossily. Convert it to UTF-8 first (for example `iconv -f latin1 -t utf-8`)."
+        ),
+        DecodeError::Utf16 { .. } => format!(
+            "{path} is UTF-16 text; lancet edits UTF-8 only. Convert it to UTF-8 first (for example `iconv -f utf-16 -t utf-8`)."
+        ),
+    }
+}
+
+fn candidate_ranges(cands: &[Candidate]) -> Vec<String> {
+    cands.iter().map(|c| bare_lines(&c.range)).collect()
+}
+
+/// The words for one failed edit (several lines, each indented by two spaces after the first).
+pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>) -> String {
+    let mut out = String::new();
+    match e {
+        EditError::FileMissing => {
+            let _ = write!(
+                out,
+                "{path} does not exist. To create it, send its content with an empty SEARCH section."
+            );
+        }
+        EditError::Undecodable(d) => out.push_str(&decode_error(path, d)),
+        EditError::Unreadable { kind } => {
+            let _ = write!(out, "{path} could not be read ({kind}).");
+        }
+        EditError::PathRefused { reason } => {
+            let _ = write!(
+                out,
+                "{path} is refused: {reason}. Paths must be relative and stay inside the workspace root."
+            );
+        }
+        EditError::NotFound {
+            nearest,
+            bounded,
+            after_edit,
+        } => {
+            let _ = write!(out, "SEARCH text not found in {path}.");
+            if let Some(j) = after_edit {
+                let _ = write!(
+                    out,
+                    "\n  It only appears once edit {} is applied: every edit is matched against the file as it was. Fold the two edits into one, or send this one again after the other has been applied.",
+                    j + 1
+                );
+                return out;
+            }
+            match (nearest.first(), doc) {
+                (Some(best), Some(doc)) => {
+                    let _ = writeln!(
+                        out,
+                        "\n  The most similar text is at {} ({} similar):",
+                        lines(&best.range),
+                        percent(best.similarity)
+                    );
+                    quote(doc, &best.range, &mut out);
+                    let others: Vec<String> = nearest[1..]
+                        .iter()
+                        .map(|c| format!("{} ({})", lines(&c.range), percent(c.similarity)))
+                        .collect();
+                    if !others.is_empty() {
+                        let _ = writeln!(out, "  Also similar: {}.", list(&others));
+                    }
+                    out.push_str("  Copy the lines to change exactly as they are in the file and send the edit again.");
+                }
+                _ => out.push_str(
+                    "\n  No similar text was found. Read the file again and copy the lines to change exactly.",
+                ),
+            }
+            if *bounded {
+                out.push_str("\n  (The file is large, so the approximate search looked only at likely places; include at least one line exactly as it is in the file.)");
+            }
+        }
+        EditError::Ambiguous { tier, candidates } => {
+            let how = if *tier == Tier::Exact {
+                String::new()
+            } else {
+                format!(" ({} tier)", tier.name())
+            };
+            let _ = write!(
+                out,
+                "SEARCH matches {} places in {path}{how}: lines {}. Nothing was guessed. Add lines above or below so the text is unique, or put `:start_line: N` on the line after the SEARCH marker.",
+                candidates.len(),
+                list(&candidate_ranges(candidates))
+            );
+        }
+        EditError::CountMismatch {
+            expected,
+            found,
+            candidates,
+        } => {
+            let _ = write!(
+                out,
+                "expected {expected} replacement{} in {path}, but the text matches {found} place{}",
+                if *expected == 1 { "" } else { "s" },
+                if *found == 1 { "" } else { "s" }
+            );
+            if candidates.is_empty() {
+                out.push('.');
+            } else {
+                let _ = write!(out, ": lines {}.", list(&candidate_ranges(candidates)));
+            }
+        }
+        EditError::Conflict { other, lines: l } => {
+            let _ = write!(
+                out,
+                "changes {} of {path}, which edit {} also changes. Combine the two into one edit.",
+                lines(l),
+                other + 1
+            );
+        }
+        EditError::Stale => {
+            let _ = write!(
+                out,
+                "{path} changed on disk since it was read. Read it again and redo the edit against its current content."
+            );
+        }
+        EditError::LazyPlaceholder { text } => {
+            let _ = write!(
+                out,
+                "REPLACE contains the placeholder `{text}` instead of code; writing it would delete the code it stands for. Write the code out in full, or put a `...` line in both SEARCH and REPLACE to skip unchanged lines."
+            );
+        }
+        EditError::EmptySearchOnExistingFile => {
+            let _ = write!(
+                out,
+                "SEARCH is empty but {path} already has content. Put the lines to change in SEARCH."
+            );
+        }
+        EditError::BlankSearch => {
+            out.push_str("SEARCH holds only whitespace. Put the lines to change in SEARCH.")
+        }
+        EditError::ElisionMismatch { search, replace } => {
+            let _ = write!(
+                out,
+                "SEARCH has {search} `...` line(s) but REPLACE has {replace}; they must have the same number, one per skipped stretch."
+            );
+        }
+        EditError::ElidedPiece { piece, inner } => {
+            let _ = write!(
+                out,
+                "piece {} of the SEARCH (counting between `...` lines): {}",
+                piece + 1,
+                edit_error(path, inner, doc)
+            );
+        }
+        EditError::NoPath => out
+            .push_str("the edit names no file. Put the file's path on the line before the block."),
+        EditError::AlreadyExists => {
+            let _ = write!(out, "{path} already exists.");
+        }
+    }
+    out
+}
+
+fn edit_line(path: &str, e: &EditReport, doc: Option<&Document>) -> String {
+    let n = e.index + 1;
+    let mut line = match e.status {
+        EditStatus::Applied => {
+            let mut s = match &e.lines {
+                Some(r) if r.is_empty() && e.tier.is_none() => {
+                    format!("edit {n}: applied to {path} (new content)")
+                }
+                Some(r) => format!("edit {n}: applied to {path} at {}", lines(r)),
+                None => format!("edit {n}: applied to {path}"),
+            };
+            if let Some(note) = e.tier.and_then(|t| tier_note(t, e.similarity)) {
+                let _ = write!(s, "; {note}");
+            }
+            s
+        }
+        EditStatus::AlreadyApplied => {
+            let at = e
+                .lines
+                .as_ref()
+                .map(|r| format!(" (at {})", lines(r)))
+                .unwrap_or_default();
+            format!(
+                "edit {n}: already applied: {path} already contains its REPLACE text{at}. Nothing to do; do not send it again"
+            )
+        }
+        EditStatus::Noop => {
+            format!("edit {n}: SEARCH and REPLACE are identical, so it changes nothing")
+        }
+        _ => match &e.error {
+            Some(err) => format!("edit {n} failed: {}", edit_error(path, err, doc)),
+            None => format!("edit {n} failed"),
+        },
+    };
+    let notes: Vec<String> = e
+        .warnings
+        .iter()
+        .filter(|w| !matches!(w, Warning::IdenticalBlock | Warning::Sequential))
+        .map(warning)
+        .collect();
+    if !notes.is_empty() {
+        let _ = write!(line, " (note: {})", notes.join("; "));
+    }
+    line
+}
+
+fn numbers(v: &[usize]) -> String {
+    list(&v.iter().map(|i| (i + 1).to_string()).collect::<Vec<_>>())
+}
+
+/// The message for a whole apply: one line per edit, then what was (not) written.
+pub fn apply_message(
+    report: &ApplyReport,
+    originals: &HashMap<String, Document>,
+    partial: bool,
+) -> String {
+    let mut out = String::new();
+    let mut ok = Vec::new();
+    let mut failed = Vec::new();
+    let mut edits: Vec<(&str, &EditReport)> = report
+        .files
+        .iter()
+        .flat_map(|f| f.edits.iter().map(move |e| (f.path.as_str(), e)))
+        .collect();
+    edits.sort_by_key(|(_, e)| e.index);
+    for (path, e) in &edits {
+        let path = if path.is_empty() { "(no file)" } else { path };
+        let _ = writeln!(out, "{}", edit_line(path, e, originals.get(path)));
+        if e.status.is_ok() {
+            ok.push(e.index);
+        } else {
+            failed.push(e.index);
+        }
+    }
+    let plural = |n: usize, one: &str, many: &str| {
+        if n == 1 {
+            one.to_owned()
+        } else {
+            format!("{n} {many}")
+        }
+    };
+    if failed.is_empty() {
+        return out.trim_end().to_owned();
+    }
+    let would: Vec<usize> = ok.clone();
+    if partial {
+        if ok.is_empty() {
+            out.push_str("No edit applied.");
+        } else {
+            let _ = write!(
+                out,
+                "Edit{} {} applied; {} not. Send only the fixed failed edit{} again.",
+                if ok.len() == 1 { "" } else { "s" },
+                numbers(&ok),
+                plural(failed.len(), "one did", "did"),
+                if failed.len() == 1 { "" } else { "s" },
+            );
+        }
+    } else {
+        out.push_str("Nothing was written");
+        if would.is_empty() {
+            out.push('.');
+        } else {
+            let _ = write!(
+                out,
+                ": edit{} {} would apply, but edits are all-or-nothing. Fix edit{} {} and send all {} edits again.",
+                if would.len() == 1 { "" } else { "s" },
+                numbers(&would),
+                if failed.len() == 1 { "" } else { "s" },
+                numbers(&failed),
+                edits.len()
+            );
+        }
+    }
+    out
+}
+
+/// The words for input that could not be parsed.
+pub fn parse_error(e: &ParseError, format: Option<&str>) -> String {
+    match e {
+        ParseError::Unterminated { line } => format!(
+            "The block opened at line {line} is never closed: every `<<<<<<< SEARCH` needs a `=======` line and a `>>>>>>> REPLACE` line. Nothing was applied."
+        ),
+        ParseError::MissingDivider { line } => format!(
+            "The block opened at line {line} has no `=======` line between its SEARCH and REPLACE parts. Nothing was applied."
+        ),
+        ParseError::StrayMarker { line } => format!(
+            "Line {line} has a `=======` or `>>>>>>> REPLACE` marker outside any block (a block starts with `<<<<<<< SEARCH`). Nothing was applied."
+        ),
+        ParseError::NoEdits => match format {
+            Some(f) => format!("The input holds no {f} edits. Nothing was applied."),
+            None => "The input holds no edits. Nothing was applied.".to_owned(),
+        },
+        ParseError::BadArguments { field, expected } => {
+            format!("The tool arguments are malformed: `{field}` must be {expected}. Nothing was applied.")
+        }
+        ParseError::Unrecognised => "The input is not in any edit format lancet knows: expected SEARCH/REPLACE blocks (`<<<<<<< SEARCH` … `=======` … `>>>>>>> REPLACE`) or a JSON object with `path`, `old_string` and `new_string`. Use --format to name the format.".to_owned(),
+    }
+}

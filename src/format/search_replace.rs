@@ -1,0 +1,1080 @@
+//! Search/replace: the model quotes the lines to change (SEARCH) and writes
+//! what they become (REPLACE). The spec is `edit-formats/search-replace.md`.
+//!
+//! Parsing is lenient about what models write (5–9 marker characters,
+//! `ORIGINAL`/`UPDATED` and `------- SEARCH`/`+++++++ REPLACE` variants, fences,
+//! prose, a path on the line before or inside the fence, `:start_line:` hints)
+//! and strict about structure: a block that is opened must be closed. Content
+//! lines that look like markers can be written with a leading backslash, and a
+//! `=======` line inside a block is content whenever the other split of the
+//! block is the one that matches the file.
+//!
+//! Resolving goes through the cascade with the whole SEARCH; then, in order:
+//! the SEARCH with echoed line numbers removed, the other divider splits, and
+//! substring semantics (SEARCH that starts or ends mid-line). A block whose
+//! REPLACE is already in the file is `already_applied`, never a failure loop.
+//! The tool-call form (`old_string`/`new_string`) has substring semantics
+//! first, like `str_replace` tools.
+
+use std::ops::Range;
+
+use serde_json::Value;
+
+use super::{
+    Action, EditFormat, EditOp, FileChange, ParseError, Patch, Resolution, ResolveContext,
+};
+use crate::matcher::{self, Candidate, Match, MatchError, MatchOptions, Tier};
+use crate::report::{EditError, EditStatus, Warning};
+use crate::splice::{self, Piece, ops_from_diff};
+use crate::text::Document;
+
+/// The search/replace format.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SearchReplace;
+
+/// One SEARCH/REPLACE block (or one `old_string`/`new_string` edit).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    /// The lines to find.
+    pub search: Vec<String>,
+    /// The lines they become.
+    pub replace: Vec<String>,
+    /// Other ways to split the block when it holds several `=======` lines:
+    /// `(search, replace, 1-based divider line)`.
+    pub alternatives: Vec<(Vec<String>, Vec<String>, usize)>,
+    /// A 1-based line hint (`:start_line:`).
+    pub hint: Option<usize>,
+    /// Replace every occurrence (tool-call form).
+    pub replace_all: bool,
+    /// The number of occurrences the edit expects (tool-call form).
+    pub expected: Option<usize>,
+    /// Tool-call form: the raw `old_string`/`new_string`, matched as substrings first.
+    pub fragment: Option<(String, String)>,
+    /// 1-based input line of the opening marker (0 for JSON).
+    pub source_line: usize,
+}
+
+// ------------------------------------------------------------------ markers
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Marker {
+    Open,
+    Divider,
+    Close,
+}
+
+/// Recognises a marker line; returns it with the length of its run of marker characters.
+fn marker(line: &str) -> Option<(Marker, usize)> {
+    let t = line.trim();
+    let run = |c: char| t.chars().take_while(|&x| x == c).count();
+    let word = |n: usize| t[n..].trim().to_ascii_uppercase();
+    let first = t.chars().next()?;
+    let n = run(first);
+    if !(5..=9).contains(&n) {
+        return None;
+    }
+    match (first, word(n).as_str()) {
+        ('<', "SEARCH" | "ORIGINAL" | "FIND") | ('-', "SEARCH") => Some((Marker::Open, n)),
+        ('=', "") => Some((Marker::Divider, n)),
+        ('>', "REPLACE" | "UPDATED") | ('+', "REPLACE") => Some((Marker::Close, n)),
+        _ => None,
+    }
+}
+
+/// Whether a content line must be escaped to survive parsing.
+fn needs_escape(line: &str) -> bool {
+    let t = line.trim_start().trim_start_matches('\\');
+    marker(t).is_some() || t.trim() == "..."
+}
+
+/// `\=======` in a block is the literal line `=======` (one backslash removed).
+fn unescape(line: &str) -> String {
+    let body = line.trim_start();
+    if body.starts_with('\\') && needs_escape(body) {
+        let ws = &line[..line.len() - body.len()];
+        return format!("{ws}{}", &body[1..]);
+    }
+    line.to_owned()
+}
+
+fn escape(line: &str) -> String {
+    if needs_escape(line) {
+        let body = line.trim_start();
+        let ws = &line[..line.len() - body.len()];
+        return format!("{ws}\\{body}");
+    }
+    line.to_owned()
+}
+
+fn is_fence(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with("```") || t.starts_with("~~~")
+}
+
+/// A file path as models write it above a block (`path`, `**path**`, `# path:`, `` `path` ``).
+fn path_from(line: &str) -> Option<String> {
+    let mut t = line.trim().trim_start_matches(['#', '*', '`', ' ']);
+    for prefix in ["File:", "file:", "Path:", "path:", "Filename:", "filename:"] {
+        if let Some(rest) = t.strip_prefix(prefix) {
+            t = rest.trim();
+        }
+    }
+    let t = t
+        .trim_start_matches(['#', '*', '`', '"', '\'', ' '])
+        .trim_end_matches([':', '*', '`', '"', '\'', ' ']);
+    if t.is_empty() || t.len() > 255 || t.chars().any(char::is_whitespace) || t.ends_with('.') {
+        return None;
+    }
+    if t.starts_with("<<<") || t.starts_with("===") || t.starts_with(">>>") {
+        return None;
+    }
+    let file = t.rsplit('/').next().unwrap_or(t);
+    let has_ext = file.rsplit_once('.').is_some_and(|(stem, ext)| {
+        !ext.is_empty()
+            && ext.len() <= 12
+            && ext.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && (!stem.is_empty() || file.len() > 1)
+    });
+    let known = matches!(
+        file,
+        "Makefile"
+            | "Dockerfile"
+            | "Gemfile"
+            | "Rakefile"
+            | "Procfile"
+            | "LICENSE"
+            | "README"
+            | "Justfile"
+            | "Vagrantfile"
+    );
+    (has_ext || known || t.contains('/')).then(|| t.to_owned())
+}
+
+/// The path named just above the block at `open` (within three lines; fences and blank lines skipped).
+fn path_above(lines: &[&str], open: usize) -> Option<String> {
+    for i in (open.saturating_sub(4)..open).rev() {
+        let line = lines[i];
+        if line.trim().is_empty() {
+            continue;
+        }
+        if is_fence(line) {
+            // ```python path/to/file.py — or a bare info string naming the file.
+            let info = line.trim_start().trim_start_matches(['`', '~']).trim();
+            if let Some(p) = info.split_whitespace().filter_map(path_from).last() {
+                if info.contains('.') || info.contains('/') {
+                    return Some(p);
+                }
+            }
+            continue;
+        }
+        if marker(line).is_some() {
+            return None;
+        }
+        return path_from(line);
+    }
+    None
+}
+
+/// Whether `input` holds at least one SEARCH/REPLACE block.
+pub(crate) fn looks_like(input: &str) -> bool {
+    let mut open = false;
+    for line in input.lines() {
+        match marker(line) {
+            Some((Marker::Open, _)) => open = true,
+            Some((Marker::Close, _)) if open => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+fn parse_hint(line: &str, key: &str) -> Option<usize> {
+    let rest = line.trim().strip_prefix(key)?;
+    rest.trim().parse().ok()
+}
+
+// ------------------------------------------------------------------ parsing
+
+fn parse_text(input: &str) -> Result<Patch, ParseError> {
+    let lines: Vec<&str> = input
+        .split('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+        .collect();
+    let mut changes: Vec<FileChange> = Vec::new();
+    let mut current: Option<String> = None;
+    let mut i = 0;
+    while i < lines.len() {
+        let Some((kind, open_len)) = marker(lines[i]) else {
+            i += 1;
+            continue;
+        };
+        if kind != Marker::Open {
+            return Err(ParseError::StrayMarker { line: i + 1 });
+        }
+        let open = i;
+        if let Some(p) = path_above(&lines, open) {
+            current = Some(p);
+        }
+        let mut j = open + 1;
+        let mut hint = None;
+        while j < lines.len() {
+            if let Some(h) = parse_hint(lines[j], ":start_line:") {
+                hint = Some(h);
+            } else if parse_hint(lines[j], ":end_line:").is_none() && lines[j].trim() != "-------" {
+                break;
+            }
+            j += 1;
+        }
+        let close = (j..lines.len())
+            .find(|&k| matches!(marker(lines[k]), Some((Marker::Close, _))))
+            .ok_or(ParseError::Unterminated { line: open + 1 })?;
+        if let Some(k) = (j..close).find(|&k| matches!(marker(lines[k]), Some((Marker::Open, _)))) {
+            // A second opener before any closer: the first block was never closed.
+            let _ = k;
+            return Err(ParseError::Unterminated { line: open + 1 });
+        }
+        let mut dividers: Vec<usize> = (j..close)
+            .filter(|&k| matches!(marker(lines[k]), Some((Marker::Divider, _))))
+            .collect();
+        if dividers.is_empty() {
+            return Err(ParseError::MissingDivider { line: open + 1 });
+        }
+        // With several candidates, a divider as long as the opener is the likelier one.
+        let same_len: Vec<usize> = dividers
+            .iter()
+            .copied()
+            .filter(|&k| marker(lines[k]).is_some_and(|(_, n)| n == open_len))
+            .collect();
+        if !same_len.is_empty() && same_len.len() < dividers.len() {
+            let rest: Vec<usize> = dividers
+                .iter()
+                .copied()
+                .filter(|k| !same_len.contains(k))
+                .collect();
+            dividers = same_len.into_iter().chain(rest).collect();
+        }
+        let split = |d: usize| -> (Vec<String>, Vec<String>) {
+            let s = lines[j..d].iter().map(|l| unescape(l)).collect();
+            let r = lines[d + 1..close].iter().map(|l| unescape(l)).collect();
+            (s, r)
+        };
+        let (search, replace) = split(dividers[0]);
+        let alternatives = dividers[1..]
+            .iter()
+            .map(|&d| {
+                let (s, r) = split(d);
+                (s, r, d + 1)
+            })
+            .collect();
+        let block = Block {
+            search,
+            replace,
+            alternatives,
+            hint,
+            replace_all: false,
+            expected: None,
+            fragment: None,
+            source_line: open + 1,
+        };
+        push_edit(&mut changes, current.clone(), EditOp::SearchReplace(block));
+        i = close + 1;
+    }
+    if changes.is_empty() {
+        return Err(ParseError::NoEdits);
+    }
+    Ok(Patch { changes })
+}
+
+/// Appends an edit, merging it into the previous change when it names the same file.
+fn push_edit(changes: &mut Vec<FileChange>, path: Option<String>, op: EditOp) {
+    if let Some(last) = changes.last_mut() {
+        if last.path == path {
+            let Action::Edit(ops) = &mut last.action;
+            ops.push(op);
+            return;
+        }
+    }
+    changes.push(FileChange {
+        path,
+        action: Action::Edit(vec![op]),
+    });
+}
+
+fn parse_json(args: &Value) -> Result<Patch, ParseError> {
+    let bad = |field: &str, expected: &'static str| ParseError::BadArguments {
+        field: field.to_owned(),
+        expected,
+    };
+    let obj = args
+        .as_object()
+        .ok_or_else(|| bad("json", "a JSON object"))?;
+    let path = ["path", "file_path", "filePath"]
+        .iter()
+        .find_map(|k| obj.get(*k))
+        .map(|v| {
+            v.as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| bad("path", "a string"))
+        })
+        .transpose()?;
+    let one =
+        |o: &serde_json::Map<String, Value>| -> Result<Block, ParseError> {
+            let text = |k: &str| -> Result<String, ParseError> {
+                o.get(k)
+                    .ok_or_else(|| bad(k, "a string"))?
+                    .as_str()
+                    .map(|s| s.replace("\r\n", "\n"))
+                    .ok_or_else(|| bad(k, "a string"))
+            };
+            let old = text("old_string")?;
+            let new = text("new_string")?;
+            let replace_all = match o.get("replace_all") {
+                None | Some(Value::Null) => false,
+                Some(v) => v
+                    .as_bool()
+                    .ok_or_else(|| bad("replace_all", "true or false"))?,
+            };
+            let expected =
+                match o.get("expected_replacements") {
+                    None | Some(Value::Null) => None,
+                    Some(v) => Some(v.as_u64().filter(|n| *n >= 1).ok_or_else(|| {
+                        bad("expected_replacements", "a whole number of at least 1")
+                    })? as usize),
+                };
+            Ok(Block {
+                search: to_lines(&old),
+                replace: to_lines(&new),
+                alternatives: Vec::new(),
+                hint: None,
+                replace_all,
+                expected,
+                fragment: Some((old, new)),
+                source_line: 0,
+            })
+        };
+    let blocks = match obj.get("edits") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| {
+                v.as_object()
+                    .ok_or_else(|| bad("edits", "an array of {old_string, new_string} objects"))
+                    .and_then(one)
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(_) => return Err(bad("edits", "an array of {old_string, new_string} objects")),
+        None => vec![one(obj)?],
+    };
+    if blocks.is_empty() {
+        return Err(ParseError::NoEdits);
+    }
+    Ok(Patch {
+        changes: vec![FileChange {
+            path,
+            action: Action::Edit(blocks.into_iter().map(EditOp::SearchReplace).collect()),
+        }],
+    })
+}
+
+/// Splits text into lines; a final newline does not start another line.
+fn to_lines(s: &str) -> Vec<String> {
+    if s.is_empty() {
+        return Vec::new();
+    }
+    let s = s.strip_suffix('\n').unwrap_or(s);
+    s.split('\n').map(str::to_owned).collect()
+}
+
+// ------------------------------------------------------------------ checks
+
+/// A lazy placeholder such as `# ... existing code ...` or `// ...`.
+pub(crate) fn is_placeholder(line: &str) -> bool {
+    let t = line.trim();
+    let Some(rest) = ["//", "#", "/*", "<!--", "--", ";", "*", "{/*"]
+        .iter()
+        .find_map(|p| t.strip_prefix(p))
+    else {
+        return false;
+    };
+    let rest = rest
+        .trim()
+        .trim_end_matches("*/")
+        .trim_end_matches("-->")
+        .trim_end_matches("*/}")
+        .trim();
+    if !(rest.contains("...") || rest.contains('\u{2026}')) {
+        return false;
+    }
+    let words = rest.replace(['.', '\u{2026}'], " ").to_lowercase();
+    if words.trim().is_empty() {
+        return true;
+    }
+    const KEYS: [&str; 11] = [
+        "existing",
+        "rest",
+        "remaining",
+        "unchanged",
+        "same",
+        "previous",
+        "omitted",
+        "other",
+        "code",
+        "as before",
+        "keep",
+    ];
+    words.split_whitespace().count() <= 8 && KEYS.iter().any(|k| words.contains(k))
+}
+
+/// `12 | code` (a numbered view) or `12:ab|code` (a hashline view).
+fn line_number_prefix(line: &str) -> Option<(usize, usize)> {
+    let t = line.trim_start();
+    let digits = t.chars().take_while(char::is_ascii_digit).count();
+    if digits == 0 || digits > 7 {
+        return None;
+    }
+    let n: usize = t[..digits].parse().ok()?;
+    let rest = &t[digits..];
+    let after = if let Some(r) = rest.trim_start().strip_prefix('|') {
+        r.strip_prefix(' ').unwrap_or(r)
+    } else if let Some(r) = rest.strip_prefix(':') {
+        // hashline anchor `12:ab|`
+        let tag = r.chars().take_while(char::is_ascii_alphanumeric).count();
+        if tag == 0 || tag > 8 {
+            return None;
+        }
+        r[tag..].strip_prefix('|')?
+    } else {
+        return None;
+    };
+    Some((n, line.len() - after.len()))
+}
+
+/// The block with echoed line-number prefixes removed, when every non-blank
+/// SEARCH line carries one and their numbers ascend.
+fn strip_line_numbers(search: &[String], replace: &[String]) -> Option<(Vec<String>, Vec<String>)> {
+    let mut numbers = Vec::new();
+    let mut out = Vec::with_capacity(search.len());
+    for line in search {
+        if line.trim().is_empty() {
+            out.push(line.clone());
+            continue;
+        }
+        let (n, cut) = line_number_prefix(line)?;
+        numbers.push(n);
+        out.push(line[cut..].to_owned());
+    }
+    if numbers.is_empty() || numbers.windows(2).any(|w| w[1] <= w[0]) {
+        return None;
+    }
+    let all_numbered = replace
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .all(|l| line_number_prefix(l).is_some());
+    let replace = replace
+        .iter()
+        .map(|l| match line_number_prefix(l) {
+            Some((n, cut)) if all_numbered || numbers.contains(&n) => l[cut..].to_owned(),
+            _ => l.clone(),
+        })
+        .collect();
+    Some((out, replace))
+}
+
+// ------------------------------------------------------------------ resolving
+
+fn candidates_of(matches: &[Match]) -> Vec<Candidate> {
+    matches
+        .iter()
+        .map(|m| Candidate {
+            range: m.range.clone(),
+            similarity: m.similarity,
+        })
+        .collect()
+}
+
+fn to_edit_error(e: MatchError) -> EditError {
+    match e {
+        MatchError::NotFound { nearest, bounded } => EditError::NotFound {
+            nearest,
+            bounded,
+            after_edit: None,
+        },
+        MatchError::Ambiguous { tier, candidates } => EditError::Ambiguous { tier, candidates },
+        MatchError::EmptyNeedle => EditError::BlankSearch,
+    }
+}
+
+/// Builds the resolution for `search → replace` placed at each of `matches`.
+fn place(doc: &Document, search: &[String], replace: &[String], matches: &[Match]) -> Resolution {
+    let ops = ops_from_diff(search, replace);
+    let mut pieces: Vec<Piece> = Vec::new();
+    for m in matches {
+        pieces.extend(splice::splice(doc, search, m, &ops));
+    }
+    let first = &matches[0];
+    let lines = matches.iter().fold(first.range.clone(), |acc, m| {
+        acc.start.min(m.range.start)..acc.end.max(m.range.end)
+    });
+    finish(
+        doc,
+        pieces,
+        Some(first.tier),
+        Some(matches.iter().map(|m| m.similarity).fold(1.0, f64::min)),
+        lines,
+    )
+}
+
+/// Drops pieces that would rewrite lines to themselves; none left means the change is already there.
+fn finish(
+    doc: &Document,
+    mut pieces: Vec<Piece>,
+    tier: Option<Tier>,
+    similarity: Option<f64>,
+    lines: Range<usize>,
+) -> Resolution {
+    pieces.retain(|p| {
+        p.range.len() != p.lines.len()
+            || p.range.clone().zip(&p.lines).any(|(i, l)| doc.line(i) != l)
+    });
+    let mut r = Resolution::status(if pieces.is_empty() {
+        EditStatus::AlreadyApplied
+    } else {
+        EditStatus::Applied
+    });
+    r.pieces = pieces;
+    r.tier = tier;
+    r.similarity = similarity;
+    r.lines = Some(lines);
+    r
+}
+
+/// Where the literal `text` occurs in the document (lines joined by `\n`):
+/// byte ranges into that joined text, plus the joined text's line starts.
+struct Joined {
+    text: String,
+    starts: Vec<usize>,
+}
+
+impl Joined {
+    fn new(doc: &Document) -> Joined {
+        let mut text = String::with_capacity(doc.text().len());
+        let mut starts = Vec::with_capacity(doc.line_count() + 1);
+        for i in 0..doc.line_count() {
+            starts.push(text.len());
+            text.push_str(doc.line(i));
+            if doc.eol(i) != crate::text::Eol::None {
+                text.push('\n');
+            }
+        }
+        starts.push(text.len());
+        Joined { text, starts }
+    }
+
+    fn line_of(&self, pos: usize) -> usize {
+        let n = self.starts.len() - 1;
+        if pos >= self.text.len() {
+            return n.saturating_sub(1);
+        }
+        self.starts.partition_point(|&s| s <= pos) - 1
+    }
+
+    /// Lines `first..=last` covering byte range `r`.
+    fn lines_of(&self, r: &Range<usize>) -> Range<usize> {
+        self.line_of(r.start)..self.line_of(r.end) + 1
+    }
+}
+
+/// Substring semantics: replace occurrences of `old` (in line-joined text) by `new`.
+/// `which`: all occurrences, or `None` to require exactly one.
+fn resolve_fragment(
+    doc: &Document,
+    old: &str,
+    new: &str,
+    occurrences: &[Range<usize>],
+    joined: &Joined,
+) -> Resolution {
+    // Group occurrences whose line spans touch, so each group is one region.
+    let mut groups: Vec<(Range<usize>, Vec<Range<usize>>)> = Vec::new();
+    for occ in occurrences {
+        let lines = joined.lines_of(occ);
+        match groups.last_mut() {
+            Some((g, members)) if lines.start < g.end => {
+                g.end = g.end.max(lines.end);
+                members.push(occ.clone());
+            }
+            _ => groups.push((lines, vec![occ.clone()])),
+        }
+    }
+    let _ = old;
+    let mut pieces = Vec::new();
+    let mut span = usize::MAX..0;
+    for (lines, members) in &groups {
+        let region =
+            joined.starts[lines.start]..joined.starts[lines.end.min(joined.starts.len() - 1)];
+        let old_text = &joined.text[region.clone()];
+        let mut new_text = String::with_capacity(old_text.len() + new.len());
+        let mut at = region.start;
+        for occ in members {
+            new_text.push_str(&joined.text[at..occ.start]);
+            new_text.push_str(new);
+            at = occ.end;
+        }
+        new_text.push_str(&joined.text[at..region.end]);
+        let old_lines = to_lines(old_text);
+        let new_lines = to_lines(&new_text);
+        let m = Match {
+            range: lines.start..lines.start + old_lines.len(),
+            tier: Tier::Exact,
+            similarity: 1.0,
+            alignment: (lines.start..lines.start + old_lines.len())
+                .map(Some)
+                .collect(),
+            by_hint: false,
+        };
+        pieces.extend(splice::splice(
+            doc,
+            &old_lines,
+            &m,
+            &ops_from_diff(&old_lines, &new_lines),
+        ));
+        // A region whose text lost or gained its final newline (old_string ending in "\n"
+        // at the end of a file without one) is settled by the Document's final-newline rule.
+        span = span.start.min(m.range.start)..span.end.max(m.range.end);
+    }
+    finish(doc, pieces, Some(Tier::Exact), Some(1.0), span)
+}
+
+fn fragment_candidates(joined: &Joined, occurrences: &[Range<usize>]) -> Vec<Candidate> {
+    occurrences
+        .iter()
+        .map(|o| Candidate {
+            range: joined.lines_of(o),
+            similarity: 1.0,
+        })
+        .collect()
+}
+
+/// Whether `replace` adds something `search` lacks (so finding it proves the edit is in).
+fn adds_lines(search: &[String], replace: &[String]) -> bool {
+    ops_from_diff(search, replace)
+        .iter()
+        .any(|op| matches!(op, splice::Op::Add(l) if !l.trim().is_empty()))
+}
+
+/// The REPLACE text is in the file at a strict tier: the edit is already there.
+fn already_applied(
+    doc: &Document,
+    search: &[String],
+    replace: &[String],
+    opts: &MatchOptions,
+) -> Option<Resolution> {
+    if replace.iter().all(|l| l.trim().is_empty()) || !adds_lines(search, replace) {
+        return None;
+    }
+    let strict = MatchOptions {
+        max_tier: Tier::Indent.min(opts.max_tier),
+        ..opts.clone()
+    };
+    let m = matcher::locate(doc, replace, None, &strict).ok()?;
+    let mut r = Resolution::status(EditStatus::AlreadyApplied);
+    r.tier = Some(m.tier);
+    r.similarity = Some(m.similarity);
+    r.lines = Some(m.range);
+    Some(r)
+}
+
+impl SearchReplace {
+    fn resolve_block(
+        &self,
+        b: &Block,
+        doc: &Document,
+        ctx: &ResolveContext<'_>,
+    ) -> Result<Resolution, EditError> {
+        let opts = ctx.matching;
+        let search_blank = b.search.iter().all(|l| l.trim().is_empty());
+        if search_blank
+            && b.fragment
+                .as_ref()
+                .is_none_or(|(old, _)| old.trim().is_empty())
+        {
+            return self.resolve_empty_search(b, doc);
+        }
+        if let Some(p) = b
+            .replace
+            .iter()
+            .find(|l| is_placeholder(l) && !b.search.contains(l))
+        {
+            return Err(EditError::LazyPlaceholder {
+                text: p.trim().to_owned(),
+            });
+        }
+        if b.search == b.replace && b.fragment.as_ref().is_none_or(|(o, n)| o == n) {
+            let mut r = Resolution::status(EditStatus::Noop);
+            r.warnings.push(Warning::IdenticalBlock);
+            return Ok(r);
+        }
+        if let Some((old, new)) = &b.fragment {
+            if let Some(result) = self.resolve_tool_fragment(b, old, new, doc) {
+                return result;
+            }
+        }
+        let elisions = |v: &[String]| v.iter().filter(|l| l.trim() == "...").count();
+        let (se, re) = (elisions(&b.search), elisions(&b.replace));
+        if se > 0 || re > 0 {
+            if se != re {
+                return Err(EditError::ElisionMismatch {
+                    search: se,
+                    replace: re,
+                });
+            }
+            return self.resolve_elided(b, doc, opts);
+        }
+        let hint = b.hint.map(|h| h.saturating_sub(1));
+        let multi = b.replace_all || b.expected.is_some_and(|e| e > 1);
+        let attempt = |search: &[String], replace: &[String]| -> Result<Resolution, EditError> {
+            if multi {
+                let found = matcher::locate_all(doc, search, opts).map_err(to_edit_error)?;
+                if let Some(e) = b.expected.filter(|&e| e != found.len()) {
+                    return Err(EditError::CountMismatch {
+                        expected: e,
+                        found: found.len(),
+                        candidates: candidates_of(&found),
+                    });
+                }
+                Ok(place(doc, search, replace, &found))
+            } else {
+                let m = matcher::locate(doc, search, hint, opts).map_err(to_edit_error)?;
+                let by_hint = m.by_hint;
+                let mut r = place(doc, search, replace, std::slice::from_ref(&m));
+                if by_hint {
+                    r.warnings.push(Warning::ChosenByHint {
+                        hint: b.hint.unwrap_or(0),
+                    });
+                }
+                Ok(r)
+            }
+        };
+        let first = attempt(&b.search, &b.replace);
+        let not_found = match first {
+            Err(e @ EditError::NotFound { .. }) => e,
+            other => return other,
+        };
+        let mut best_failure = not_found;
+        if let Some((s, r)) = strip_line_numbers(&b.search, &b.replace) {
+            match attempt(&s, &r) {
+                Ok(mut res) => {
+                    res.warnings.push(Warning::StrippedLineNumbers);
+                    return Ok(res);
+                }
+                Err(e @ EditError::NotFound { .. }) => best_failure = e,
+                Err(e) => return Err(e),
+            }
+        }
+        let mut alt_hits = Vec::new();
+        for (s, r, line) in &b.alternatives {
+            if let Ok(mut res) = attempt(s, r) {
+                res.warnings.push(Warning::DividerInContent { line: *line });
+                alt_hits.push(res);
+            }
+        }
+        if alt_hits.len() == 1 {
+            return Ok(alt_hits.remove(0));
+        }
+        if let Some(res) = self.resolve_text_fragment(b, doc)? {
+            return Ok(res);
+        }
+        if let Some(res) = already_applied(doc, &b.search, &b.replace, opts) {
+            return Ok(res);
+        }
+        Err(best_failure)
+    }
+
+    fn resolve_empty_search(&self, b: &Block, doc: &Document) -> Result<Resolution, EditError> {
+        if b.search.iter().any(|l| !l.is_empty())
+            || b.fragment.as_ref().is_some_and(|(o, _)| !o.is_empty())
+        {
+            return Err(EditError::BlankSearch);
+        }
+        if !doc.is_empty() {
+            return Err(EditError::EmptySearchOnExistingFile);
+        }
+        let mut r = Resolution::status(EditStatus::Applied);
+        r.pieces = vec![Piece {
+            range: 0..0,
+            lines: b.replace.clone(),
+        }];
+        r.lines = Some(0..0);
+        Ok(r)
+    }
+
+    /// The tool-call form: `old_string` as a literal substring first.
+    fn resolve_tool_fragment(
+        &self,
+        b: &Block,
+        old: &str,
+        new: &str,
+        doc: &Document,
+    ) -> Option<Result<Resolution, EditError>> {
+        let joined = Joined::new(doc);
+        let occ: Vec<Range<usize>> = joined
+            .text
+            .match_indices(old)
+            .map(|(i, s)| i..i + s.len())
+            .collect();
+        if occ.is_empty() {
+            return None;
+        }
+        let want_all = b.replace_all || b.expected.is_some();
+        if let Some(e) = b.expected.filter(|&e| e != occ.len()) {
+            return Some(Err(EditError::CountMismatch {
+                expected: e,
+                found: occ.len(),
+                candidates: fragment_candidates(&joined, &occ),
+            }));
+        }
+        if occ.len() > 1 && !want_all {
+            return Some(Err(EditError::Ambiguous {
+                tier: Tier::Exact,
+                candidates: fragment_candidates(&joined, &occ),
+            }));
+        }
+        Some(Ok(resolve_fragment(doc, old, new, &occ, &joined)))
+    }
+
+    /// A text block whose SEARCH starts or ends mid-line: substring semantics, unique only.
+    fn resolve_text_fragment(
+        &self,
+        b: &Block,
+        doc: &Document,
+    ) -> Result<Option<Resolution>, EditError> {
+        if b.fragment.is_some() || b.search.len() < 1 {
+            return Ok(None);
+        }
+        let old = b.search.join("\n");
+        if old.trim().len() < 3 {
+            return Ok(None);
+        }
+        let joined = Joined::new(doc);
+        let occ: Vec<Range<usize>> = joined
+            .text
+            .match_indices(old.as_str())
+            .map(|(i, s)| i..i + s.len())
+            .collect();
+        match occ.len() {
+            0 => Ok(None),
+            1 => {
+                let mut r = resolve_fragment(doc, &old, &b.replace.join("\n"), &occ, &joined);
+                r.warnings.push(Warning::PartialLineMatch {
+                    line: joined.line_of(occ[0].start) + 1,
+                });
+                Ok(Some(r))
+            }
+            _ => Err(EditError::Ambiguous {
+                tier: Tier::Exact,
+                candidates: fragment_candidates(&joined, &occ),
+            }),
+        }
+    }
+
+    /// SEARCH and REPLACE split on `...` lines; every SEARCH piece must be unique.
+    fn resolve_elided(
+        &self,
+        b: &Block,
+        doc: &Document,
+        opts: &MatchOptions,
+    ) -> Result<Resolution, EditError> {
+        let split = |v: &[String]| -> Vec<Vec<String>> {
+            v.split(|l| l.trim() == "...")
+                .map(<[String]>::to_vec)
+                .collect()
+        };
+        let (sp, rp) = (split(&b.search), split(&b.replace));
+        let mut pieces = Vec::new();
+        let mut span: Option<Range<usize>> = None;
+        let mut worst_tier = Tier::Exact;
+        let mut min_sim: f64 = 1.0;
+        for (k, (s, r)) in sp.iter().zip(&rp).enumerate() {
+            if s.iter().all(|l| l.trim().is_empty()) {
+                if r.iter().all(|l| l.trim().is_empty()) {
+                    continue;
+                }
+                return Err(EditError::ElidedPiece {
+                    piece: k,
+                    inner: Box::new(EditError::BlankSearch),
+                });
+            }
+            let m = matcher::locate(doc, s, None, opts).map_err(|e| EditError::ElidedPiece {
+                piece: k,
+                inner: Box::new(to_edit_error(e)),
+            })?;
+            worst_tier = worst_tier.max(m.tier);
+            min_sim = min_sim.min(m.similarity);
+            span = Some(span.map_or(m.range.clone(), |sp| {
+                sp.start.min(m.range.start)..sp.end.max(m.range.end)
+            }));
+            pieces.extend(splice::splice(doc, s, &m, &ops_from_diff(s, r)));
+        }
+        let mut res = finish(
+            doc,
+            pieces,
+            Some(worst_tier),
+            Some(min_sim),
+            span.unwrap_or(0..0),
+        );
+        res.warnings.push(Warning::Elided { pieces: sp.len() });
+        Ok(res)
+    }
+}
+
+impl EditFormat for SearchReplace {
+    type Op = Block;
+
+    fn name(&self) -> &'static str {
+        "search-replace"
+    }
+
+    fn parse(&self, input: &str) -> Result<Patch, ParseError> {
+        parse_text(input)
+    }
+
+    fn parse_tool_call(&self, args: &Value) -> Result<Patch, ParseError> {
+        parse_json(args)
+    }
+
+    fn resolve(
+        &self,
+        op: &Block,
+        doc: &Document,
+        ctx: &ResolveContext<'_>,
+    ) -> Result<Resolution, EditError> {
+        self.resolve_block(op, doc, ctx)
+    }
+
+    fn render(&self, path: &str, before: &str, after: &str) -> String {
+        render_blocks(path, before, after)
+    }
+
+    fn view(&self, doc: &Document, lines: Option<Range<usize>>) -> String {
+        super::numbered_view(doc, lines)
+    }
+
+    fn instructions(&self) -> &'static str {
+        include_str!("../../edit-formats/search-replace.prompt.md")
+    }
+}
+
+/// Writes the change from `before` to `after` as blocks whose SEARCH is unique in `before`.
+fn render_blocks(path: &str, before: &str, after: &str) -> String {
+    let old = Document::from_text(before);
+    let new = Document::from_text(after);
+    let old_lines: Vec<&str> = old.lines().collect();
+    let new_lines: Vec<&str> = new.lines().collect();
+    let mut out = String::new();
+    let block = |out: &mut String, s: &[&str], r: &[&str]| {
+        out.push_str(path);
+        out.push_str("\n```\n<<<<<<< SEARCH\n");
+        for l in s {
+            out.push_str(&escape(l));
+            out.push('\n');
+        }
+        out.push_str("=======\n");
+        for l in r {
+            out.push_str(&escape(l));
+            out.push('\n');
+        }
+        out.push_str(">>>>>>> REPLACE\n```\n\n");
+    };
+    if old_lines.is_empty() {
+        block(&mut out, &[], &new_lines);
+        return out;
+    }
+    let diff = similar::capture_diff_slices(similar::Algorithm::Patience, &old_lines, &new_lines);
+    let groups = similar::group_diff_ops(diff, 1);
+    for group in groups {
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+            continue;
+        };
+        let (mut os, mut oe) = (first.old_range().start, last.old_range().end);
+        let (mut ns, mut ne) = (first.new_range().start, last.new_range().end);
+        // Grow the context until SEARCH is non-empty, unique, and has enough text to locate.
+        loop {
+            let search = &old_lines[os..oe];
+            let unique = !search.is_empty() && count_exact(&old_lines, search) == 1;
+            let enough = search.iter().map(|l| l.trim().len()).sum::<usize>() >= 3;
+            if (unique && enough) || (os == 0 && oe == old_lines.len()) {
+                break;
+            }
+            if os > 0 {
+                os -= 1;
+                ns -= 1;
+            }
+            if oe < old_lines.len() {
+                oe += 1;
+                ne += 1;
+            }
+        }
+        block(&mut out, &old_lines[os..oe], &new_lines[ns..ne]);
+    }
+    out
+}
+
+fn count_exact(hay: &[&str], needle: &[&str]) -> usize {
+    hay.windows(needle.len()).filter(|w| w == &needle).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers() {
+        assert_eq!(marker("<<<<<<< SEARCH"), Some((Marker::Open, 7)));
+        assert_eq!(marker("<<<<<<<<< search  "), Some((Marker::Open, 9)));
+        assert_eq!(marker("------- SEARCH"), Some((Marker::Open, 7)));
+        assert_eq!(marker("======="), Some((Marker::Divider, 7)));
+        assert_eq!(marker(">>>>> UPDATED"), Some((Marker::Close, 5)));
+        assert_eq!(marker("<<<<<<< HEAD"), None);
+        assert_eq!(marker("===="), None);
+        assert_eq!(marker("=========="), None);
+    }
+
+    #[test]
+    fn paths() {
+        assert_eq!(path_from("src/main.rs"), Some("src/main.rs".into()));
+        assert_eq!(path_from("**app.py**"), Some("app.py".into()));
+        assert_eq!(path_from("# File: lib/x.ts:"), Some("lib/x.ts".into()));
+        assert_eq!(path_from("Here is the change:"), None);
+        assert_eq!(path_from("Done."), None);
+        assert_eq!(path_from("Makefile"), Some("Makefile".into()));
+    }
+
+    #[test]
+    fn placeholders() {
+        assert!(is_placeholder("    # ... existing code ..."));
+        assert!(is_placeholder("// ..."));
+        assert!(is_placeholder("/* ... rest of the function ... */"));
+        assert!(!is_placeholder(
+            "# wait... this is a real comment about the parser state machine"
+        ));
+        assert!(!is_placeholder("print('...')"));
+    }
+
+    #[test]
+    fn line_number_prefixes() {
+        assert_eq!(
+            line_number_prefix("12 | foo").map(|(n, c)| (n, &"12 | foo"[c..])),
+            Some((12, "foo"))
+        );
+        assert_eq!(
+            line_number_prefix("7:ab|  x").map(|(n, c)| (n, &"7:ab|  x"[c..])),
+            Some((7, "  x"))
+        );
+        assert_eq!(line_number_prefix("x = 12 | 3"), None);
+    }
+
+    #[test]
+    fn escapes_round_trip() {
+        for l in ["=======", "  <<<<<<< SEARCH", "\\=======", "...", "plain"] {
+            assert_eq!(unescape(&escape(l)), l);
+        }
+    }
+}

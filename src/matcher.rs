@@ -1,0 +1,928 @@
+//! The matcher cascade: find where a run of lines (the *needle*) sits in a
+//! [`Document`], trying the strictest comparison first.
+//!
+//! Tiers, strictest first: [`Tier::Exact`] → [`Tier::Whitespace`] (trailing
+//! whitespace, collapsed runs inside a line, blank lines added or missing) →
+//! [`Tier::Indent`] (the whole block at a uniform indentation offset, tabs
+//! counted to a tab stop of 4) → [`Tier::Unicode`] (curly quotes, dashes and
+//! odd spaces folded to ASCII) → [`Tier::Fuzzy`] (character edits within lines,
+//! scored by Levenshtein distance). Each tier includes the leniencies of the
+//! tiers before it. The first tier with a candidate decides; candidates found
+//! there are compared and **ambiguity is refused**: two candidates are an error
+//! naming both, unless a line hint picks one (see [`pick_by_hint`]). The fuzzy
+//! tier additionally requires the best window to beat the runner-up by a margin.
+//!
+//! Owns: locating text, and the alignment of needle lines to document lines
+//! that the splice step uses to keep the file's bytes on lines the edit does
+//! not change. Does not own: deciding what to write (formats and
+//! [`splice`](crate::splice)), or words (feedback).
+//!
+//! Cost stays bounded: tiers 2–4 first compare a hash of each line's
+//! non-whitespace characters, so only windows whose lines agree up to
+//! whitespace are examined closely; the fuzzy tier scores only windows that
+//! enough needle lines vote for (or windows near a hint), and brute force is
+//! used only below a fixed work budget. When the budget stops a search, the
+//! failure says so instead of hanging.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::Range;
+
+use serde::Serialize;
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::text::Document;
+
+/// How a match was found, strictest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Tier {
+    /// Byte-for-byte equal lines.
+    Exact,
+    /// Equal up to trailing whitespace, runs of spaces, and blank lines.
+    Whitespace,
+    /// Equal at a uniform indentation offset.
+    Indent,
+    /// Equal after folding Unicode punctuation and odd spaces to ASCII.
+    Unicode,
+    /// Similar enough by Levenshtein distance, and clearly better than any other place.
+    Fuzzy,
+    /// Located by a line anchor (hashline) rather than by text.
+    Anchor,
+}
+
+impl Tier {
+    /// The name used on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Exact => "exact",
+            Tier::Whitespace => "whitespace",
+            Tier::Indent => "indent",
+            Tier::Unicode => "unicode",
+            Tier::Fuzzy => "fuzzy",
+            Tier::Anchor => "anchor",
+        }
+    }
+
+    /// Parses a tier name as [`name`](Self::name) gives it.
+    pub fn from_name(s: &str) -> Option<Tier> {
+        Some(match s {
+            "exact" => Tier::Exact,
+            "whitespace" => Tier::Whitespace,
+            "indent" => Tier::Indent,
+            "unicode" => Tier::Unicode,
+            "fuzzy" => Tier::Fuzzy,
+            "anchor" => Tier::Anchor,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for Tier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Knobs of the cascade. `Default` gives the documented behaviour.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct MatchOptions {
+    /// The loosest tier allowed.
+    pub max_tier: Tier,
+    /// Minimum similarity (0–1) of a fuzzy window.
+    pub fuzzy_threshold: f64,
+    /// Minimum similarity of a fuzzy window's interior lines (all but the
+    /// first and last), so that matching first and last lines alone never carry
+    /// a window with a different body.
+    pub fuzzy_interior_threshold: f64,
+    /// How far the best fuzzy window must lead the runner-up.
+    pub fuzzy_margin: f64,
+    /// Fewest non-whitespace characters a needle needs before fuzzy matching is tried.
+    pub fuzzy_min_chars: usize,
+    /// Levenshtein cells the fuzzy tier may spend on brute force before it gives up.
+    pub work_budget: u64,
+}
+
+impl Default for MatchOptions {
+    fn default() -> Self {
+        MatchOptions {
+            max_tier: Tier::Fuzzy,
+            fuzzy_threshold: 0.93,
+            fuzzy_interior_threshold: 0.85,
+            fuzzy_margin: 0.05,
+            fuzzy_min_chars: 12,
+            work_budget: 40_000_000,
+        }
+    }
+}
+
+/// A place the needle was found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Match {
+    /// 0-based, half-open range of document lines.
+    pub range: Range<usize>,
+    /// The tier that found it.
+    pub tier: Tier,
+    /// Similarity, 1.0 for every tier but fuzzy.
+    pub similarity: f64,
+    /// For each needle line, the document line it corresponds to (`None`: a
+    /// blank needle line the document does not have there).
+    pub alignment: Vec<Option<usize>>,
+    /// Whether a line hint chose this match among several.
+    pub by_hint: bool,
+}
+
+/// A place that was considered: for failures and ambiguity reports.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Candidate {
+    /// 0-based, half-open range of document lines.
+    pub range: Range<usize>,
+    /// Similarity to the needle (0–1).
+    pub similarity: f64,
+}
+
+/// Why the cascade found no single place.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MatchError {
+    /// Nothing matched at any allowed tier.
+    #[error("not found")]
+    NotFound {
+        /// The most similar places, best first (may be empty).
+        nearest: Vec<Candidate>,
+        /// True when the work budget cut the fuzzy search short.
+        bounded: bool,
+    },
+    /// Several places matched equally well at `tier`.
+    #[error("{} matches at the {tier} tier", candidates.len())]
+    Ambiguous {
+        /// The tier with several candidates.
+        tier: Tier,
+        /// Every candidate at that tier, in file order.
+        candidates: Vec<Candidate>,
+    },
+    /// The needle has no non-blank line to look for.
+    #[error("nothing to search for")]
+    EmptyNeedle,
+}
+
+/// Finds the one place `needle` matches in `doc`, loosest tier last.
+///
+/// `hint` is a 0-based line number the caller believes the block starts at;
+/// it only breaks ties between candidates of the same tier.
+pub fn locate<S: AsRef<str>>(
+    doc: &Document,
+    needle: &[S],
+    hint: Option<usize>,
+    opts: &MatchOptions,
+) -> Result<Match, MatchError> {
+    let needle: Vec<&str> = needle.iter().map(AsRef::as_ref).collect();
+    let mut found = candidates(doc, &needle, hint, opts, false)?;
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        _ => decide(found, hint),
+    }
+}
+
+/// Finds every place `needle` matches at the first tier that has any (never
+/// fuzzy: replacing "everything similar" is not a thing anyone means).
+pub fn locate_all<S: AsRef<str>>(
+    doc: &Document,
+    needle: &[S],
+    opts: &MatchOptions,
+) -> Result<Vec<Match>, MatchError> {
+    let needle: Vec<&str> = needle.iter().map(AsRef::as_ref).collect();
+    let mut opts = opts.clone();
+    opts.max_tier = opts.max_tier.min(Tier::Unicode);
+    candidates(doc, &needle, None, &opts, true)
+}
+
+/// How a line hint picks one of several candidates: the candidate whose start
+/// is nearest the hint wins if it is less than half as far as the runner-up
+/// (a hint that sits between two candidates picks neither).
+pub fn pick_by_hint(starts: &[usize], hint: usize) -> Option<usize> {
+    let mut by_distance: Vec<(usize, usize)> = starts
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| (s.abs_diff(hint), i))
+        .collect();
+    by_distance.sort_unstable();
+    match by_distance.as_slice() {
+        [] => None,
+        [(_, i)] => Some(*i),
+        [(d1, i), (d2, _), ..] => (d1 * 2 < *d2).then_some(*i),
+    }
+}
+
+fn decide(mut found: Vec<Match>, hint: Option<usize>) -> Result<Match, MatchError> {
+    let tier = found[0].tier;
+    if tier == Tier::Fuzzy {
+        // Best first; a clear leader wins without a hint.
+        found.sort_by(|a, b| b.similarity.total_cmp(&a.similarity));
+    }
+    if let Some(h) = hint {
+        let starts: Vec<usize> = found.iter().map(|m| m.range.start).collect();
+        if let Some(i) = pick_by_hint(&starts, h) {
+            let mut m = found.swap_remove(i);
+            m.by_hint = true;
+            return Ok(m);
+        }
+    }
+    let mut candidates: Vec<Candidate> = found
+        .iter()
+        .map(|m| Candidate {
+            range: m.range.clone(),
+            similarity: m.similarity,
+        })
+        .collect();
+    candidates.sort_by_key(|c| c.range.start);
+    Err(MatchError::Ambiguous { tier, candidates })
+}
+
+/// All candidates at the first tier that has any. With `all == false` a
+/// fuzzy leader that dominates the runner-up is returned alone.
+fn candidates(
+    doc: &Document,
+    needle: &[&str],
+    hint: Option<usize>,
+    opts: &MatchOptions,
+    all: bool,
+) -> Result<Vec<Match>, MatchError> {
+    if needle.iter().all(|l| l.trim().is_empty()) {
+        return Err(MatchError::EmptyNeedle);
+    }
+    let exact = exact_candidates(doc, needle);
+    if !exact.is_empty() || opts.max_tier == Tier::Exact {
+        return if exact.is_empty() {
+            Err(not_found(doc, needle, opts))
+        } else {
+            Ok(exact)
+        };
+    }
+    let hay = Haystack::new(doc);
+    let pin = Needle::new(needle);
+    let tolerant = tolerant_candidates(doc, &hay, &pin, opts.max_tier);
+    if !tolerant.is_empty() {
+        return Ok(tolerant);
+    }
+    if opts.max_tier < Tier::Fuzzy || all {
+        return Err(nearest_failure(doc, &hay, &pin, hint, opts));
+    }
+    fuzzy(doc, &hay, &pin, hint, opts)
+}
+
+// ---------------------------------------------------------------- exact tier
+
+fn exact_candidates(doc: &Document, needle: &[&str]) -> Vec<Match> {
+    let m = needle.len();
+    if m == 0 || m > doc.line_count() {
+        return Vec::new();
+    }
+    // Anchor on the longest needle line: it is the least likely to recur.
+    let (a, anchor) = needle
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, l)| l.len())
+        .map(|(i, l)| (i, *l))
+        .unwrap_or((0, ""));
+    let mut out = Vec::new();
+    for (k, line) in doc.lines().enumerate() {
+        if line != anchor || k < a || k - a + m > doc.line_count() {
+            continue;
+        }
+        let start = k - a;
+        if (0..m).all(|i| doc.line(start + i) == needle[i]) {
+            out.push(Match {
+                range: start..start + m,
+                tier: Tier::Exact,
+                similarity: 1.0,
+                alignment: (start..start + m).map(Some).collect(),
+                by_hint: false,
+            });
+        }
+    }
+    out
+}
+
+// ------------------------------------------------------------ normal forms
+
+/// Folds Unicode punctuation and spaces to their ASCII look-alikes.
+fn fold_char(c: char) -> Option<&'static str> {
+    Some(match c {
+        '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}' | '\u{2032}' | '\u{FF07}' => "'",
+        '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{201F}' | '\u{2033}' | '\u{FF02}' => "\"",
+        '\u{2010}' | '\u{2011}' | '\u{2012}' | '\u{2013}' | '\u{2014}' | '\u{2015}'
+        | '\u{2212}' | '\u{FE63}' | '\u{FF0D}' => "-",
+        '\u{2026}' => "...",
+        '\u{00A0}' | '\u{2000}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}' => " ",
+        '\u{200B}' | '\u{FEFF}' => "",
+        _ => return None,
+    })
+}
+
+fn is_ws(c: char) -> bool {
+    c.is_whitespace() || matches!(fold_char(c), Some(" " | ""))
+}
+
+/// Pushes `line`'s characters minus whitespace (folded when `fold`) into `buf`.
+fn skeleton_into(line: &str, buf: &mut String) {
+    for c in line.chars() {
+        if is_ws(c) {
+            continue;
+        }
+        match fold_char(c) {
+            Some(f) => buf.push_str(f),
+            None => buf.push(c),
+        }
+    }
+}
+
+fn skeleton_hash(line: &str, buf: &mut String) -> u64 {
+    buf.clear();
+    skeleton_into(line, buf);
+    xxh3_64(buf.as_bytes())
+}
+
+/// Width of leading whitespace, tabs to the next stop of 4.
+pub(crate) fn indent_width(ws: &str) -> usize {
+    ws.chars()
+        .fold(0, |w, c| if c == '\t' { w / 4 * 4 + 4 } else { w + 1 })
+}
+
+/// Splits a line into its leading whitespace and the rest.
+pub(crate) fn split_indent(line: &str) -> (&str, &str) {
+    let body = line.trim_start_matches(|c: char| c == ' ' || c == '\t');
+    (&line[..line.len() - body.len()], body)
+}
+
+/// A line's body with runs of whitespace collapsed to one space and the end trimmed.
+fn collapse(body: &str, fold: bool) -> String {
+    let mut out = String::with_capacity(body.len());
+    let mut pending_space = false;
+    for c in body.chars() {
+        let c_str = if fold { fold_char(c) } else { None };
+        if is_ws(c) && (fold || c.is_whitespace()) {
+            pending_space = !out.is_empty();
+            continue;
+        }
+        if pending_space {
+            out.push(' ');
+            pending_space = false;
+        }
+        match c_str {
+            Some(f) => out.push_str(f),
+            None => out.push(c),
+        }
+    }
+    out
+}
+
+// ------------------------------------------------------------ tiers 2–4
+
+/// The document's non-blank lines with their skeleton hashes.
+struct Haystack {
+    /// Document indices of non-blank lines.
+    nb: Vec<usize>,
+    hashes: Vec<u64>,
+}
+
+impl Haystack {
+    fn new(doc: &Document) -> Haystack {
+        let mut buf = String::new();
+        let mut nb = Vec::with_capacity(doc.line_count());
+        let mut hashes = Vec::with_capacity(doc.line_count());
+        for (i, line) in doc.lines().enumerate() {
+            if line.chars().all(is_ws) {
+                continue;
+            }
+            nb.push(i);
+            hashes.push(skeleton_hash(line, &mut buf));
+        }
+        Haystack { nb, hashes }
+    }
+}
+
+/// The needle's non-blank lines with their skeleton hashes and lengths.
+struct Needle<'a> {
+    lines: &'a [&'a str],
+    nb: Vec<usize>,
+    hashes: Vec<u64>,
+    skel_len: Vec<usize>,
+}
+
+impl<'a> Needle<'a> {
+    fn new(lines: &'a [&'a str]) -> Needle<'a> {
+        let mut buf = String::new();
+        let mut nb = Vec::new();
+        let mut hashes = Vec::new();
+        let mut skel_len = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            if line.chars().all(is_ws) {
+                continue;
+            }
+            nb.push(i);
+            hashes.push(skeleton_hash(line, &mut buf));
+            skel_len.push(buf.len());
+        }
+        Needle {
+            lines,
+            nb,
+            hashes,
+            skel_len,
+        }
+    }
+
+    fn chars(&self) -> usize {
+        self.skel_len.iter().sum()
+    }
+}
+
+/// Windows of the haystack (as starting indices into `hay.nb`) whose lines
+/// agree with the needle's up to whitespace and Unicode folding.
+fn skeleton_windows(hay: &Haystack, pin: &Needle<'_>) -> Vec<usize> {
+    let m = pin.hashes.len();
+    if m == 0 || m > hay.hashes.len() {
+        return Vec::new();
+    }
+    let a = (0..m).max_by_key(|&j| pin.skel_len[j]).unwrap_or(0);
+    let anchor = pin.hashes[a];
+    let mut out = Vec::new();
+    for (p, &h) in hay.hashes.iter().enumerate() {
+        if h != anchor || p < a || p - a + m > hay.hashes.len() {
+            continue;
+        }
+        let s = p - a;
+        if hay.hashes[s..s + m] == pin.hashes[..] {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// Aligns a window (`m` needle non-blank lines starting at `hay.nb[start]`) back
+/// to whole lines: the document range and, per needle line, its document line.
+fn align_window(
+    doc: &Document,
+    hay: &Haystack,
+    pin: &Needle<'_>,
+    start: usize,
+) -> (Range<usize>, Vec<Option<usize>>) {
+    let m = pin.nb.len();
+    let mut alignment = vec![None; pin.lines.len()];
+    for j in 0..m {
+        alignment[pin.nb[j]] = Some(hay.nb[start + j]);
+    }
+    let blank = |i: usize| doc.line(i).chars().all(is_ws);
+    // Blank needle lines between two non-blank ones pair with blank document
+    // lines in the same gap, in order.
+    for j in 0..m.saturating_sub(1) {
+        let (ns, ne) = (pin.nb[j] + 1, pin.nb[j + 1]);
+        let (ds, de) = (hay.nb[start + j] + 1, hay.nb[start + j + 1]);
+        for (k, ni) in (ns..ne).enumerate() {
+            if ds + k < de {
+                alignment[ni] = Some(ds + k);
+            }
+        }
+    }
+    // Leading and trailing blank needle lines take adjacent blank document lines.
+    let mut first = hay.nb[start];
+    for ni in (0..pin.nb[0]).rev() {
+        if first > 0 && blank(first - 1) {
+            first -= 1;
+            alignment[ni] = Some(first);
+        } else {
+            break;
+        }
+    }
+    let mut last = hay.nb[start + m - 1];
+    for ni in pin.nb[m - 1] + 1..pin.lines.len() {
+        if last + 1 < doc.line_count() && blank(last + 1) {
+            last += 1;
+            alignment[ni] = Some(last);
+        } else {
+            break;
+        }
+    }
+    (first..last + 1, alignment)
+}
+
+/// The strictest of tiers 2–4 at which every aligned line pair agrees.
+fn classify(doc: &Document, pin: &Needle<'_>, alignment: &[Option<usize>]) -> Option<Tier> {
+    let pairs: Vec<(&str, &str)> = pin
+        .nb
+        .iter()
+        .filter_map(|&ni| alignment[ni].map(|di| (pin.lines[ni], doc.line(di))))
+        .collect();
+    let ws_equal = pairs.iter().all(|(n, d)| {
+        let ((ni, nbody), (di, dbody)) = (split_indent(n), split_indent(d));
+        ni == di && collapse(nbody, false) == collapse(dbody, false)
+    });
+    if ws_equal {
+        return Some(Tier::Whitespace);
+    }
+    let uniform_indent = |fold: bool| {
+        let mut offset = None;
+        pairs.iter().all(|(n, d)| {
+            let ((ni, nbody), (di, dbody)) = (split_indent(n), split_indent(d));
+            let d_off = indent_width(di) as i64 - indent_width(ni) as i64;
+            let same_offset = *offset.get_or_insert(d_off) == d_off;
+            same_offset && collapse(nbody, fold) == collapse(dbody, fold)
+        })
+    };
+    if uniform_indent(false) {
+        Some(Tier::Indent)
+    } else if uniform_indent(true) {
+        Some(Tier::Unicode)
+    } else {
+        None
+    }
+}
+
+fn tolerant_candidates(
+    doc: &Document,
+    hay: &Haystack,
+    pin: &Needle<'_>,
+    max_tier: Tier,
+) -> Vec<Match> {
+    let mut best: Option<Tier> = None;
+    let mut out: Vec<Match> = Vec::new();
+    for start in skeleton_windows(hay, pin) {
+        let (range, alignment) = align_window(doc, hay, pin, start);
+        let Some(tier) = classify(doc, pin, &alignment) else {
+            continue;
+        };
+        if tier > max_tier || best.is_some_and(|b| tier > b) {
+            continue;
+        }
+        if best.is_some_and(|b| tier < b) {
+            out.clear();
+        }
+        best = Some(tier);
+        out.push(Match {
+            range,
+            tier,
+            similarity: 1.0,
+            alignment,
+            by_hint: false,
+        });
+    }
+    out
+}
+
+// ------------------------------------------------------------ fuzzy tier
+
+/// Scores windows of the haystack against the needle by line-wise Levenshtein distance.
+struct Scorer<'a> {
+    doc: &'a Document,
+    hay: &'a Haystack,
+    pin: &'a Needle<'a>,
+    /// Needle non-blank lines, indentation stripped, whitespace collapsed, Unicode folded.
+    norm: Vec<String>,
+    cells: u64,
+}
+
+/// A scored window.
+#[derive(Debug, Clone, Copy)]
+struct Score {
+    start: usize,
+    similarity: f64,
+    interior: f64,
+}
+
+impl<'a> Scorer<'a> {
+    fn new(doc: &'a Document, hay: &'a Haystack, pin: &'a Needle<'a>) -> Scorer<'a> {
+        let norm = pin
+            .nb
+            .iter()
+            .map(|&i| collapse(split_indent(pin.lines[i]).1, true))
+            .collect();
+        Scorer {
+            doc,
+            hay,
+            pin,
+            norm,
+            cells: 0,
+        }
+    }
+
+    fn windows(&self) -> usize {
+        (self.hay.nb.len() + 1).saturating_sub(self.norm.len())
+    }
+
+    fn score(&mut self, start: usize) -> Score {
+        let m = self.norm.len();
+        let (mut dist, mut total, mut idist, mut itotal) = (0usize, 0usize, 0usize, 0usize);
+        for j in 0..m {
+            let line = self.doc.line(self.hay.nb[start + j]);
+            let d = collapse(split_indent(line).1, true);
+            let n = &self.norm[j];
+            let (ln, ld) = (n.chars().count(), d.chars().count());
+            self.cells += (ln * ld) as u64;
+            let e = if *n == d {
+                0
+            } else {
+                strsim::levenshtein(n, &d)
+            };
+            let longest = ln.max(ld).max(1);
+            dist += e;
+            total += longest;
+            if j > 0 && j + 1 < m {
+                idist += e;
+                itotal += longest;
+            }
+        }
+        let sim = |d: usize, t: usize| {
+            if t == 0 {
+                1.0
+            } else {
+                1.0 - d as f64 / t as f64
+            }
+        };
+        Score {
+            start,
+            similarity: sim(dist, total),
+            interior: sim(idist, itotal),
+        }
+    }
+
+    fn to_match(&self, s: Score) -> Match {
+        let (range, alignment) = align_window(self.doc, self.hay, self.pin, s.start);
+        Match {
+            range,
+            tier: Tier::Fuzzy,
+            similarity: s.similarity,
+            alignment,
+            by_hint: false,
+        }
+    }
+}
+
+/// Window starts worth scoring: those enough needle lines vote for (a needle
+/// line whose skeleton equals a document line votes for the window that would
+/// align them), plus every window near the hint.
+fn voted_windows(
+    hay: &Haystack,
+    pin: &Needle<'_>,
+    hint: Option<usize>,
+    windows: usize,
+) -> Vec<usize> {
+    let m = pin.hashes.len();
+    let mut by_hash: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (j, &h) in pin.hashes.iter().enumerate() {
+        // Lines of one or two characters (`}`, `);`) recur everywhere and say little.
+        if pin.skel_len[j] > 2 {
+            by_hash.entry(h).or_default().push(j);
+        }
+    }
+    let mut votes: HashMap<usize, u32> = HashMap::new();
+    for (p, h) in hay.hashes.iter().enumerate() {
+        if let Some(js) = by_hash.get(h) {
+            for &j in js {
+                if p >= j && p - j < windows {
+                    *votes.entry(p - j).or_default() += 1;
+                }
+            }
+        }
+    }
+    let top = votes.values().copied().max().unwrap_or(0);
+    let floor = (top / 2).max(1);
+    let mut starts: Vec<usize> = votes
+        .into_iter()
+        .filter(|&(_, v)| v >= floor)
+        .map(|(s, _)| s)
+        .collect();
+    starts.sort_unstable();
+    starts.truncate(256);
+    if let Some(h) = hint {
+        // Windows whose first line lies within 40 lines of the hint.
+        let lo = hay.nb.partition_point(|&d| d + 40 < h);
+        let hi = hay.nb.partition_point(|&d| d <= h + 40);
+        starts.extend((lo..hi).filter(|&s| s < windows));
+    }
+    let _ = m;
+    starts.sort_unstable();
+    starts.dedup();
+    starts
+}
+
+fn fuzzy(
+    doc: &Document,
+    hay: &Haystack,
+    pin: &Needle<'_>,
+    hint: Option<usize>,
+    opts: &MatchOptions,
+) -> Result<Vec<Match>, MatchError> {
+    if pin.chars() < opts.fuzzy_min_chars {
+        return Err(nearest_failure(doc, hay, pin, hint, opts));
+    }
+    let mut scorer = Scorer::new(doc, hay, pin);
+    let windows = scorer.windows();
+    let (scores, bounded) = score_windows(&mut scorer, hint, windows, opts);
+    let mut passing: Vec<Score> = scores
+        .iter()
+        .copied()
+        .filter(|s| {
+            s.similarity >= opts.fuzzy_threshold && s.interior >= opts.fuzzy_interior_threshold
+        })
+        .collect();
+    passing.sort_by(|a, b| b.similarity.total_cmp(&a.similarity));
+    match passing.as_slice() {
+        [] => Err(failure_from_scores(&scorer, scores, bounded)),
+        [only] => Ok(vec![scorer.to_match(*only)]),
+        [best, second, ..] if best.similarity - second.similarity >= opts.fuzzy_margin => {
+            Ok(vec![scorer.to_match(*best)])
+        }
+        several => Ok(several.iter().map(|s| scorer.to_match(*s)).collect()),
+    }
+}
+
+/// Scores the voted windows, or every window when that fits the work budget.
+fn score_windows(
+    scorer: &mut Scorer<'_>,
+    hint: Option<usize>,
+    windows: usize,
+    opts: &MatchOptions,
+) -> (Vec<Score>, bool) {
+    let avg_doc_line = (scorer.doc.text().len() / scorer.doc.line_count().max(1)).max(1) as u64;
+    let needle_chars: u64 = scorer.norm.iter().map(|l| l.len() as u64).sum();
+    let brute_cost = windows as u64 * needle_chars * avg_doc_line;
+    let voted = voted_windows(scorer.hay, scorer.pin, hint, windows);
+    let (starts, bounded): (Vec<usize>, bool) = if brute_cost <= opts.work_budget {
+        ((0..windows).collect(), false)
+    } else {
+        (voted, true)
+    };
+    let mut scores = Vec::with_capacity(starts.len());
+    for s in starts {
+        scores.push(scorer.score(s));
+        if scorer.cells > opts.work_budget.saturating_mul(4) {
+            return (scores, true);
+        }
+    }
+    (scores, bounded)
+}
+
+fn failure_from_scores(scorer: &Scorer<'_>, mut scores: Vec<Score>, bounded: bool) -> MatchError {
+    scores.sort_by(|a, b| b.similarity.total_cmp(&a.similarity));
+    let mut nearest: Vec<Candidate> = Vec::new();
+    for s in scores {
+        if nearest.len() == 3 || s.similarity < 0.3 {
+            break;
+        }
+        let (range, _) = align_window(scorer.doc, scorer.hay, scorer.pin, s.start);
+        if nearest
+            .iter()
+            .any(|c| c.range.start < range.end && range.start < c.range.end)
+        {
+            continue;
+        }
+        nearest.push(Candidate {
+            range,
+            similarity: s.similarity,
+        });
+    }
+    MatchError::NotFound { nearest, bounded }
+}
+
+/// The failure for a needle no allowed tier found: the nearest windows, scored fuzzily.
+fn nearest_failure(
+    doc: &Document,
+    hay: &Haystack,
+    pin: &Needle<'_>,
+    hint: Option<usize>,
+    opts: &MatchOptions,
+) -> MatchError {
+    if pin.nb.is_empty() {
+        return MatchError::NotFound {
+            nearest: Vec::new(),
+            bounded: false,
+        };
+    }
+    let mut scorer = Scorer::new(doc, hay, pin);
+    let windows = scorer.windows();
+    let (scores, bounded) = score_windows(&mut scorer, hint, windows, opts);
+    failure_from_scores(&scorer, scores, bounded)
+}
+
+fn not_found(doc: &Document, needle: &[&str], opts: &MatchOptions) -> MatchError {
+    let hay = Haystack::new(doc);
+    let pin = Needle::new(needle);
+    nearest_failure(doc, &hay, &pin, None, opts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(s: &str) -> Document {
+        Document::from_text(s)
+    }
+
+    fn at(d: &Document, needle: &str) -> Result<Match, MatchError> {
+        let lines: Vec<&str> = needle.lines().collect();
+        locate(d, &lines, None, &MatchOptions::default())
+    }
+
+    #[test]
+    fn exact_unique() {
+        let d = doc("a\nb\nc\nd\n");
+        let m = at(&d, "b\nc").unwrap();
+        assert_eq!((m.range, m.tier), (1..3, Tier::Exact));
+    }
+
+    #[test]
+    fn exact_duplicate_is_ambiguous_unless_hinted() {
+        let d = doc("x\nfoo\nbar\ny\nfoo\nbar\n");
+        match at(&d, "foo\nbar") {
+            Err(MatchError::Ambiguous { candidates, .. }) => {
+                assert_eq!(
+                    candidates.iter().map(|c| c.range.start).collect::<Vec<_>>(),
+                    [1, 4]
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let m = locate(&d, &["foo", "bar"], Some(4), &MatchOptions::default()).unwrap();
+        assert_eq!(m.range, 4..6);
+        assert!(m.by_hint);
+    }
+
+    #[test]
+    fn whitespace_tier_trailing_and_blank_drift() {
+        let d = doc("fn a() {  \n    x(1,  2);\n}\n");
+        let m = at(&d, "\nfn a() {\n    x(1, 2);\n}").unwrap();
+        assert_eq!((m.range, m.tier), (0..3, Tier::Whitespace));
+        assert_eq!(m.alignment, [None, Some(0), Some(1), Some(2)]);
+    }
+
+    #[test]
+    fn indent_tier_uniform_offset() {
+        let d = doc("class A:\n    def f(self):\n        return 1\n");
+        let m = at(&d, "def f(self):\n    return 1").unwrap();
+        assert_eq!((m.range, m.tier), (1..3, Tier::Indent));
+        // Non-uniform offsets are not an indent match.
+        assert!(at(&d, "def f(self):\nreturn 1").map(|m| m.tier) != Ok(Tier::Indent));
+    }
+
+    #[test]
+    fn unicode_tier() {
+        let d = doc("say(\u{201C}hi\u{201D}) \u{2014} ok\n");
+        let m = at(&d, "say(\"hi\") - ok").unwrap();
+        assert_eq!(m.tier, Tier::Unicode);
+    }
+
+    #[test]
+    fn fuzzy_finds_typos_and_refuses_weak_anchors() {
+        let body: String = (0..40)
+            .map(|i| format!("let value_{i} = compute({i}, {});\n", i * 3))
+            .collect();
+        let d = doc(&body);
+        let needle = "let value_10 = compute(10, 30);\nlet valeu_11 = compute(11, 33);\nlet value_12 = compute(12, 36);";
+        let m = at(&d, needle).unwrap();
+        assert_eq!((m.range, m.tier), (10..13, Tier::Fuzzy));
+
+        let d = doc("function foo() {\n  return x * y;\n}\n");
+        assert!(matches!(
+            at(&d, "function foo() {\n  return a + b;\n}"),
+            Err(MatchError::NotFound { .. })
+        ));
+    }
+
+    #[test]
+    fn fuzzy_near_duplicates_are_ambiguous() {
+        let d = doc(
+            "def create_user(name):\n    record = build(name, role='user')\n    return save(record)\n\ndef create_admin(name):\n    record = build(name, role='admin')\n    return save(record)\n",
+        );
+        let r = at(
+            &d,
+            "def create_usr(name):\n    record = build(name, role='user')\n    return save(record)",
+        );
+        // Either a clear winner (the 'user' one) or ambiguity; never the admin one.
+        if let Ok(m) = &r {
+            assert_eq!(m.range, 0..3);
+        }
+        let d = doc(
+            "def create_user(name):\n    record = build(name)\n    return save(record)\n\ndef create_usar(name):\n    record = build(name)\n    return save(record)\n",
+        );
+        let r = at(
+            &d,
+            "def create_usor(name):\n    record = build(name)\n    return save(record)",
+        );
+        match r {
+            Err(MatchError::Ambiguous {
+                tier: Tier::Fuzzy,
+                candidates,
+            }) => assert_eq!(candidates.len(), 2),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn hint_rule() {
+        assert_eq!(pick_by_hint(&[10, 50], 48), Some(1));
+        assert_eq!(pick_by_hint(&[10, 50], 30), None);
+        assert_eq!(pick_by_hint(&[10, 11], 10), Some(0));
+    }
+}

@@ -1,0 +1,307 @@
+//! Outcomes as data: what happened to each edit and each file of one apply.
+//!
+//! These types are the engine's answer and the shape of `lancet apply --json`
+//! (see DESIGN.md's contract). They hold positions, tiers, candidates and
+//! error enums — never prose; the words for a model or a person come from
+//! [`feedback`](crate::feedback) alone.
+
+use std::ops::Range;
+
+use serde::Serialize;
+
+use crate::matcher::{Candidate, Tier};
+
+/// What became of one edit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum EditStatus {
+    /// Located and applied (or would be, in a dry run).
+    Applied,
+    /// The change is already in the file: nothing to do.
+    AlreadyApplied,
+    /// The edit changes nothing (e.g. identical SEARCH and REPLACE).
+    Noop,
+    /// The text to change was not found.
+    NotFound,
+    /// The text to change was found in more than one place.
+    Ambiguous,
+    /// The file changed since it was read.
+    Stale,
+    /// The edit overlaps another edit of the same input.
+    Conflict,
+    /// The edit would introduce a syntax error.
+    SyntaxError,
+    /// The edit is malformed or refused (placeholder, empty SEARCH on a non-empty file, …).
+    Invalid,
+}
+
+impl EditStatus {
+    /// Whether the edit is satisfied (applied, already applied, or nothing to do).
+    pub fn is_ok(self) -> bool {
+        matches!(
+            self,
+            EditStatus::Applied | EditStatus::AlreadyApplied | EditStatus::Noop
+        )
+    }
+}
+
+/// What became of one file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FileStatus {
+    /// Its content changes.
+    Modified,
+    /// It is created.
+    Created,
+    /// It is deleted.
+    Deleted,
+    /// It moves to another path.
+    Renamed,
+    /// Its edits changed nothing.
+    Unchanged,
+    /// At least one of its edits failed, or the file could not be used.
+    Failed,
+}
+
+/// Something the engine did on the model's behalf that it should know about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Warning {
+    /// SEARCH and REPLACE are identical.
+    IdenticalBlock,
+    /// Line-number prefixes echoed from a numbered view were removed.
+    StrippedLineNumbers,
+    /// The SEARCH text matched part of a line (or lines), not whole lines.
+    PartialLineMatch {
+        /// 1-based line where the match starts.
+        line: usize,
+    },
+    /// Several places matched; the line hint chose this one.
+    ChosenByHint {
+        /// The hint, 1-based.
+        hint: usize,
+    },
+    /// The block was matched with its `...` elision lines, piece by piece.
+    Elided {
+        /// Number of pieces.
+        pieces: usize,
+    },
+    /// A `=======` line inside the block was taken as file content.
+    DividerInContent {
+        /// 1-based input line of the divider that was used.
+        line: usize,
+    },
+    /// The edit was matched against the file as changed by earlier edits (sequential mode).
+    Sequential,
+}
+
+/// Why an edit could not be applied: data for [`feedback`](crate::feedback).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EditError {
+    /// The file to edit does not exist.
+    #[error("file not found")]
+    FileMissing,
+    /// The file cannot be edited as text.
+    #[error("file is not editable text: {0}")]
+    Undecodable(#[from] crate::text::DecodeError),
+    /// The file could not be read.
+    #[error("file could not be read: {kind}")]
+    Unreadable {
+        /// What the operating system said.
+        kind: std::io::ErrorKind,
+    },
+    /// The path is not allowed (outside the root, reserved, …).
+    #[error("path refused")]
+    PathRefused {
+        /// The reason, as the workspace put it.
+        reason: String,
+    },
+    /// The SEARCH text was not found.
+    #[error("not found")]
+    NotFound {
+        /// Nearest places, best first.
+        nearest: Vec<Candidate>,
+        /// The fuzzy search stopped at its work budget.
+        bounded: bool,
+        /// The edit's text would be found once the edit with this index was applied.
+        after_edit: Option<usize>,
+    },
+    /// The SEARCH text matched in several places.
+    #[error("ambiguous")]
+    Ambiguous {
+        /// Tier at which the places matched.
+        tier: Tier,
+        /// The places.
+        candidates: Vec<Candidate>,
+    },
+    /// The number of matches differs from what the edit expected.
+    #[error("expected {expected} matches, found {found}")]
+    CountMismatch {
+        /// Matches the edit asked for.
+        expected: usize,
+        /// Matches found.
+        found: usize,
+        /// Where.
+        candidates: Vec<Candidate>,
+    },
+    /// Two edits touch the same lines.
+    #[error("conflicts with edit {other}")]
+    Conflict {
+        /// The other edit's index.
+        other: usize,
+        /// 0-based lines both touch.
+        lines: Range<usize>,
+    },
+    /// The file changed since it was read.
+    #[error("stale")]
+    Stale,
+    /// REPLACE contains a lazy placeholder instead of code.
+    #[error("lazy placeholder in replacement")]
+    LazyPlaceholder {
+        /// The placeholder line.
+        text: String,
+    },
+    /// Empty SEARCH on a file that has content.
+    #[error("empty search on a non-empty file")]
+    EmptySearchOnExistingFile,
+    /// SEARCH is only whitespace.
+    #[error("whitespace-only search")]
+    BlankSearch,
+    /// SEARCH and REPLACE have different numbers of `...` elision lines.
+    #[error("elision mismatch")]
+    ElisionMismatch {
+        /// `...` lines in SEARCH.
+        search: usize,
+        /// `...` lines in REPLACE.
+        replace: usize,
+    },
+    /// An elided piece matched in several places, or not at all.
+    #[error("elided piece {piece} not unique")]
+    ElidedPiece {
+        /// 0-based piece.
+        piece: usize,
+        /// What went wrong with it.
+        inner: Box<EditError>,
+    },
+    /// The edit names no file and no default was given.
+    #[error("no file named")]
+    NoPath,
+    /// The file would be created, but it already exists.
+    #[error("file already exists")]
+    AlreadyExists,
+}
+
+impl EditError {
+    /// The status this error reports as.
+    pub fn status(&self) -> EditStatus {
+        match self {
+            EditError::NotFound { .. } | EditError::FileMissing => EditStatus::NotFound,
+            EditError::Ambiguous { .. } | EditError::CountMismatch { .. } => EditStatus::Ambiguous,
+            EditError::Conflict { .. } => EditStatus::Conflict,
+            EditError::Stale => EditStatus::Stale,
+            EditError::ElidedPiece { inner, .. } => inner.status(),
+            EditError::Undecodable(_)
+            | EditError::Unreadable { .. }
+            | EditError::PathRefused { .. }
+            | EditError::LazyPlaceholder { .. }
+            | EditError::EmptySearchOnExistingFile
+            | EditError::BlankSearch
+            | EditError::ElisionMismatch { .. }
+            | EditError::NoPath
+            | EditError::AlreadyExists => EditStatus::Invalid,
+        }
+    }
+
+    /// Candidates worth showing, if any.
+    pub fn candidates(&self) -> &[Candidate] {
+        match self {
+            EditError::NotFound { nearest, .. } => nearest,
+            EditError::Ambiguous { candidates, .. }
+            | EditError::CountMismatch { candidates, .. } => candidates,
+            EditError::ElidedPiece { inner, .. } => inner.candidates(),
+            _ => &[],
+        }
+    }
+}
+
+/// The outcome of one edit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EditReport {
+    /// 0-based index of the edit in the input.
+    pub index: usize,
+    /// 1-based line of the input where the edit starts (0 when not from text).
+    pub source_line: usize,
+    /// What happened.
+    pub status: EditStatus,
+    /// The tier that located it.
+    pub tier: Option<Tier>,
+    /// Similarity of the located text (1.0 unless fuzzy).
+    pub similarity: Option<f64>,
+    /// 0-based, half-open range of original lines it touches.
+    pub lines: Option<Range<usize>>,
+    /// What the engine did on the model's behalf.
+    pub warnings: Vec<Warning>,
+    /// Why it failed.
+    pub error: Option<EditError>,
+}
+
+impl EditReport {
+    pub(crate) fn new(index: usize, source_line: usize) -> EditReport {
+        EditReport {
+            index,
+            source_line,
+            status: EditStatus::Applied,
+            tier: None,
+            similarity: None,
+            lines: None,
+            warnings: Vec::new(),
+            error: None,
+        }
+    }
+
+    pub(crate) fn fail(&mut self, error: EditError) {
+        self.status = error.status();
+        self.error = Some(error);
+    }
+}
+
+/// The outcome for one file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileReport {
+    /// The path as the input named it (relative to the root).
+    pub path: String,
+    /// The new path, for a rename.
+    pub new_path: Option<String>,
+    /// What happens to the file.
+    pub status: FileStatus,
+    /// Its edits, in input order.
+    pub edits: Vec<EditReport>,
+    /// A file-level error (missing, binary, outside the root).
+    pub error: Option<EditError>,
+}
+
+/// The outcome of one apply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApplyReport {
+    /// Every edit is satisfied.
+    pub ok: bool,
+    /// Files were written.
+    pub written: bool,
+    /// Per file, in the order the input first names them.
+    pub files: Vec<FileReport>,
+    /// The same text a model would be shown.
+    pub message: String,
+}
+
+impl ApplyReport {
+    /// All edit reports, in input order.
+    pub fn edits(&self) -> impl Iterator<Item = &EditReport> + '_ {
+        let mut all: Vec<&EditReport> = self.files.iter().flat_map(|f| f.edits.iter()).collect();
+        all.sort_by_key(|e| e.index);
+        all.into_iter()
+    }
+}

@@ -1,0 +1,248 @@
+//! Splice: turn "this needle, matched here, becomes that" into line replacements
+//! that keep every byte the model did not mean to change.
+//!
+//! Every text-locating format describes a change as a sequence of [`Op`]s over
+//! its needle: keep needle line *i*, or add a new line (needle lines that are
+//! not kept are removed). Search/replace derives the ops by diffing SEARCH
+//! against REPLACE; a unified diff states them with ` `, `-` and `+`.
+//!
+//! Given the [`Match`] (which document line each needle line stands for), a
+//! kept line keeps the **document's** bytes — its indentation, trailing
+//! whitespace and Unicode punctuation — even when it was matched at a tolerant
+//! tier. Only added lines are written from the model's text, re-indented by
+//! [`Reindent`] when the match found the block at another indentation.
+//!
+//! Invariant: the replacements produced are disjoint, sorted, and lie inside
+//! the match's range; document lines between two kept lines that the needle
+//! never mentioned (blank-line drift) stay untouched.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use crate::matcher::{Match, indent_width, split_indent};
+use crate::text::Document;
+
+/// One step of a change over a needle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// Needle line `i` stays (its document line keeps its bytes).
+    Keep(usize),
+    /// A new line, in the model's words.
+    Add(String),
+}
+
+/// The ops that turn `old` into `new`, by a line diff (Patience, via `similar`).
+pub fn ops_from_diff<S: AsRef<str>>(old: &[S], new: &[S]) -> Vec<Op> {
+    let old: Vec<&str> = old.iter().map(AsRef::as_ref).collect();
+    let new: Vec<&str> = new.iter().map(AsRef::as_ref).collect();
+    let mut ops = Vec::with_capacity(new.len());
+    for op in similar::capture_diff_slices(similar::Algorithm::Patience, &old, &new) {
+        match op {
+            similar::DiffOp::Equal { old_index, len, .. } => {
+                ops.extend((old_index..old_index + len).map(Op::Keep));
+            }
+            similar::DiffOp::Delete { .. } => {}
+            similar::DiffOp::Insert {
+                new_index, new_len, ..
+            }
+            | similar::DiffOp::Replace {
+                new_index, new_len, ..
+            } => {
+                ops.extend(
+                    new[new_index..new_index + new_len]
+                        .iter()
+                        .map(|l| Op::Add((*l).to_owned())),
+                );
+            }
+        }
+    }
+    ops
+}
+
+/// Re-indents the model's new lines to sit where the match found the block.
+///
+/// Built from the matched line pairs: each needle indentation width maps to the
+/// document line's own leading-whitespace string (tabs and alignment spaces
+/// included). A new line at a width the needle used takes that string; a
+/// deeper line takes the nearest shallower string plus the difference in the
+/// file's indent unit (tabs if the matched lines indent with tabs).
+#[derive(Debug, Clone)]
+pub struct Reindent {
+    map: BTreeMap<usize, String>,
+    offset: i64,
+    tabs: bool,
+    identity: bool,
+}
+
+impl Reindent {
+    /// Learns the indentation mapping from the matched pairs.
+    pub fn new<S: AsRef<str>>(doc: &Document, needle: &[S], m: &Match) -> Reindent {
+        let mut map = BTreeMap::new();
+        let mut offsets: Vec<i64> = Vec::new();
+        let mut tabs = false;
+        let mut identity = true;
+        for (i, di) in m.alignment.iter().enumerate() {
+            let Some(di) = *di else { continue };
+            let (n_ind, n_body) = split_indent(needle[i].as_ref());
+            let (d_ind, d_body) = split_indent(doc.line(di));
+            if n_body.trim().is_empty() || d_body.trim().is_empty() {
+                continue;
+            }
+            tabs |= d_ind.starts_with('\t');
+            identity &= n_ind == d_ind;
+            let w = indent_width(n_ind);
+            map.entry(w).or_insert_with(|| d_ind.to_owned());
+            offsets.push(indent_width(d_ind) as i64 - w as i64);
+        }
+        offsets.sort_unstable();
+        let offset = offsets.get(offsets.len() / 2).copied().unwrap_or(0);
+        Reindent {
+            map,
+            offset,
+            tabs,
+            identity,
+        }
+    }
+
+    /// Whether lines are written exactly as the model gave them.
+    pub fn is_identity(&self) -> bool {
+        self.identity
+    }
+
+    /// The line as it should be written.
+    pub fn apply(&self, line: &str) -> String {
+        if self.identity {
+            return line.to_owned();
+        }
+        let (ind, body) = split_indent(line);
+        if body.is_empty() {
+            return String::new();
+        }
+        let w = indent_width(ind);
+        if let Some(s) = self.map.get(&w) {
+            return format!("{s}{body}");
+        }
+        if let Some((&w0, base)) = self.map.range(..w).next_back() {
+            return format!("{base}{}{body}", self.render(w - w0));
+        }
+        let target = (w as i64 + self.offset).max(0) as usize;
+        format!("{}{body}", self.render(target))
+    }
+
+    fn render(&self, width: usize) -> String {
+        if self.tabs {
+            format!("{}{}", "\t".repeat(width / 4), " ".repeat(width % 4))
+        } else {
+            " ".repeat(width)
+        }
+    }
+}
+
+/// A replacement of document lines, before it joins a [`TextEdit`](crate::TextEdit).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Piece {
+    /// 0-based, half-open range of document lines.
+    pub range: Range<usize>,
+    /// The lines that replace them.
+    pub lines: Vec<String>,
+}
+
+/// Turns `ops` over a matched needle into minimal replacements of document lines.
+pub fn splice<S: AsRef<str>>(doc: &Document, needle: &[S], m: &Match, ops: &[Op]) -> Vec<Piece> {
+    let reindent = Reindent::new(doc, needle, m);
+    let kept: Vec<bool> = {
+        let mut k = vec![false; needle.len()];
+        for op in ops {
+            if let Op::Keep(i) = op {
+                k[*i] = true;
+            }
+        }
+        k
+    };
+    // Document lines that stand for a removed needle line must go.
+    let mut removed = vec![false; m.range.len()];
+    for (i, di) in m.alignment.iter().enumerate() {
+        if let (Some(di), false) = (*di, kept[i]) {
+            removed[di - m.range.start] = true;
+        }
+    }
+    let mut pieces = Vec::new();
+    let mut cursor = m.range.start;
+    let mut pending: Vec<String> = Vec::new();
+    let flush = |upto: usize, pending: &mut Vec<String>, cursor: usize, pieces: &mut Vec<Piece>| {
+        let touches_removed = (cursor..upto).any(|d| removed[d - m.range.start]);
+        if !pending.is_empty() || touches_removed {
+            pieces.push(Piece {
+                range: cursor..upto,
+                lines: std::mem::take(pending),
+            });
+        }
+    };
+    for op in ops {
+        match op {
+            Op::Add(line) => pending.push(reindent.apply(line)),
+            Op::Keep(i) => {
+                // A kept needle line the document does not have (a spurious blank) adds nothing.
+                let Some(di) = m.alignment[*i] else { continue };
+                flush(di, &mut pending, cursor, &mut pieces);
+                cursor = di + 1;
+            }
+        }
+    }
+    flush(m.range.end, &mut pending, cursor, &mut pieces);
+    pieces
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matcher::{MatchOptions, locate};
+
+    fn run(file: &str, search: &str, replace: &str) -> String {
+        let doc = Document::from_text(file);
+        let s: Vec<&str> = search.lines().collect();
+        let r: Vec<&str> = replace.lines().collect();
+        let m = locate(&doc, &s, None, &MatchOptions::default()).unwrap();
+        let mut b = crate::edit::TextEditBuilder::new();
+        for p in splice(&doc, &s, &m, &ops_from_diff(&s, &r)) {
+            b.replace(p.range, p.lines, 0);
+        }
+        doc.apply(&b.finish().unwrap()).text().to_owned()
+    }
+
+    #[test]
+    fn keeps_file_bytes_on_context_lines() {
+        let out = run(
+            "def f():  \n    a = 1   \n    b = 2\n",
+            "def f():\n    a = 1\n    b = 2",
+            "def f():\n    a = 1\n    b = 3",
+        );
+        assert_eq!(out, "def f():  \n    a = 1   \n    b = 3\n");
+    }
+
+    #[test]
+    fn reindents_with_file_strings() {
+        let out = run(
+            "func f() {\n\tif x {\n\t\ty()\n\t}\n}\n",
+            "if x {\n    y()\n}",
+            "if x {\n    y()\n    z()\n        deeper()\n}",
+        );
+        assert_eq!(
+            out,
+            "func f() {\n\tif x {\n\t\ty()\n\t\tz()\n\t\t\tdeeper()\n\t}\n}\n"
+        );
+    }
+
+    #[test]
+    fn alignment_spaces_survive() {
+        let file = "\tcall(a,\n\t     b)\n";
+        let out = run(file, "    call(a,\n         b)", "    call(x,\n         b)");
+        assert_eq!(out, "\tcall(x,\n\t     b)\n");
+    }
+
+    #[test]
+    fn blank_drift_is_left_alone() {
+        let out = run("a\n\nb\nc\n", "a\nb\nc", "a\nb\nC");
+        assert_eq!(out, "a\n\nb\nC\n");
+    }
+}

@@ -1,0 +1,408 @@
+//! The text model: a [`Document`] holds a file's bytes faithfully.
+//!
+//! A file is decoded once into UTF-8 text plus a line table: where every line
+//! starts, where its content ends and which ending (`\n`, `\r\n` or none) it
+//! has. The byte-order mark and the presence of a final newline are part of
+//! that record, so writing a document back gives the identical bytes.
+//!
+//! Owns: decoding (refusing binary and non-UTF-8 input with the offset that
+//! gave it away), the line table, and applying a [`TextEdit`](crate::TextEdit)
+//! to produce a new document. Does not own: locating text (the matcher) or
+//! deciding what to change (the formats).
+//!
+//! Invariant: bytes of lines an edit does not touch are copied, never
+//! re-encoded; inserted lines take the ending of their neighbours. The final
+//! newline state changes only when an edit asks for it explicitly.
+
+use std::fmt;
+use std::ops::Range;
+
+use crate::edit::TextEdit;
+
+/// The UTF-8 byte-order mark.
+const BOM: &str = "\u{feff}";
+
+/// A line ending.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Eol {
+    /// `\n`
+    Lf,
+    /// `\r\n`
+    CrLf,
+    /// The last line of a file that has no final newline.
+    None,
+}
+
+impl Eol {
+    /// The bytes of this ending.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Eol::Lf => "\n",
+            Eol::CrLf => "\r\n",
+            Eol::None => "",
+        }
+    }
+}
+
+/// Why bytes could not become a [`Document`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// A NUL byte: the file is binary.
+    #[error("binary file (NUL byte at offset {offset})")]
+    Binary {
+        /// Byte offset of the first NUL.
+        offset: usize,
+    },
+    /// Bytes that are not valid UTF-8.
+    #[error("not UTF-8 (invalid byte at offset {offset}, line {line})")]
+    NotUtf8 {
+        /// Byte offset of the first invalid byte.
+        offset: usize,
+        /// 1-based line of that byte.
+        line: usize,
+    },
+    /// A UTF-16 byte-order mark.
+    #[error("UTF-16 text ({big_endian_name})", big_endian_name = if *.big_endian { "big-endian" } else { "little-endian" })]
+    Utf16 {
+        /// Whether the mark was big-endian.
+        big_endian: bool,
+    },
+}
+
+/// One line's place in the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LineSpan {
+    start: usize,
+    end: usize,
+    eol: Eol,
+}
+
+/// A file's text with a faithful record of its line endings, BOM and final newline.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Document {
+    bom: bool,
+    text: String,
+    lines: Vec<LineSpan>,
+}
+
+impl fmt::Debug for Document {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Document")
+            .field("bom", &self.bom)
+            .field("lines", &self.lines.len())
+            .field("text", &self.text)
+            .finish()
+    }
+}
+
+impl Default for Document {
+    fn default() -> Self {
+        Document::from_text("")
+    }
+}
+
+impl Document {
+    /// Decodes a file's bytes. Binary data, UTF-16 and invalid UTF-8 are refused:
+    /// lancet never writes a file back lossily.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Document, DecodeError> {
+        if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
+            return Err(DecodeError::Utf16 {
+                big_endian: bytes[0] == 0xFE,
+            });
+        }
+        if let Some(offset) = memchr::memchr(0, bytes) {
+            return Err(DecodeError::Binary { offset });
+        }
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Ok(Document::from_text(text)),
+            Err(e) => {
+                let offset = e.valid_up_to();
+                let line = memchr::memchr_iter(b'\n', &bytes[..offset]).count() + 1;
+                Err(DecodeError::NotUtf8 { offset, line })
+            }
+        }
+    }
+
+    /// Decodes a file's bytes without copying them (see [`from_bytes`](Self::from_bytes)).
+    pub fn from_vec(bytes: Vec<u8>) -> Result<Document, DecodeError> {
+        // Validate first (same errors as `from_bytes`), then take the buffer as is.
+        if bytes.starts_with(&[0xFF, 0xFE])
+            || bytes.starts_with(&[0xFE, 0xFF])
+            || memchr::memchr(0, &bytes).is_some()
+        {
+            return Document::from_bytes(&bytes);
+        }
+        match String::from_utf8(bytes) {
+            Ok(mut text) => {
+                let bom = text.starts_with(BOM);
+                if bom {
+                    text.drain(..BOM.len());
+                }
+                let lines = line_table(&text);
+                Ok(Document { bom, text, lines })
+            }
+            Err(e) => Document::from_bytes(e.as_bytes()),
+        }
+    }
+
+    /// Builds a document from text (a leading BOM is recorded, not kept in the lines).
+    pub fn from_text(text: &str) -> Document {
+        let (bom, body) = match text.strip_prefix(BOM) {
+            Some(rest) => (true, rest),
+            None => (false, text),
+        };
+        let text = body.to_owned();
+        let lines = line_table(&text);
+        Document { bom, text, lines }
+    }
+
+    /// The document's bytes, exactly as they would be written.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.text.len() + 3);
+        if self.bom {
+            out.extend_from_slice(BOM.as_bytes());
+        }
+        out.extend_from_slice(self.text.as_bytes());
+        out
+    }
+
+    /// The text without the BOM, line endings included.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether the file starts with a UTF-8 BOM.
+    pub fn has_bom(&self) -> bool {
+        self.bom
+    }
+
+    /// Number of lines (a final newline does not start another line; an empty file has none).
+    pub fn line_count(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// Whether the document is empty (no bytes besides a BOM).
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty()
+    }
+
+    /// Line `i` (0-based) without its ending.
+    ///
+    /// # Panics
+    /// If `i` is out of range.
+    pub fn line(&self, i: usize) -> &str {
+        let span = self.lines[i];
+        &self.text[span.start..span.end]
+    }
+
+    /// The ending of line `i` (0-based).
+    ///
+    /// # Panics
+    /// If `i` is out of range.
+    pub fn eol(&self, i: usize) -> Eol {
+        self.lines[i].eol
+    }
+
+    /// Iterates over the lines without their endings.
+    pub fn lines(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        self.lines.iter().map(|s| &self.text[s.start..s.end])
+    }
+
+    /// Whether the last line ends with a newline (false for an empty document).
+    pub fn has_final_newline(&self) -> bool {
+        self.lines.last().is_some_and(|s| s.eol != Eol::None)
+    }
+
+    /// The ending most lines use (`\n` on a tie or when there is none).
+    pub fn dominant_eol(&self) -> Eol {
+        let crlf = self.lines.iter().filter(|s| s.eol == Eol::CrLf).count();
+        let lf = self.lines.iter().filter(|s| s.eol == Eol::Lf).count();
+        if crlf > lf { Eol::CrLf } else { Eol::Lf }
+    }
+
+    /// The byte range of lines `range` in [`text`](Self::text), endings included.
+    pub fn byte_range(&self, range: Range<usize>) -> Range<usize> {
+        let start = self
+            .lines
+            .get(range.start)
+            .map_or(self.text.len(), |s| s.start);
+        let end = if range.end == 0 {
+            0
+        } else {
+            self.lines
+                .get(range.end - 1)
+                .map_or(self.text.len(), |s| s.end + s.eol.as_str().len())
+        };
+        start..end.max(start)
+    }
+
+    /// Applies an edit, giving the new document. Untouched lines keep their bytes.
+    pub fn apply(&self, edit: &TextEdit) -> Document {
+        let mut out = String::with_capacity(self.text.len() + edit.inserted_len());
+        let mut cursor = 0usize; // next line of `self` not yet copied
+        let n = self.lines.len();
+        let mut final_newline = self.has_final_newline();
+        for rep in edit.replacements() {
+            let range = rep.range();
+            out.push_str(&self.text[self.byte_range(cursor..range.start)]);
+            let eols = self.endings_for(range.clone(), rep.lines().len());
+            // An insertion after a last line that lacks an ending gives it one.
+            if range.start == n && range.is_empty() && n > 0 && !rep.lines().is_empty() {
+                if self.lines[n - 1].eol == Eol::None {
+                    out.push_str(self.dominant_eol().as_str());
+                }
+            }
+            for (line, eol) in rep.lines().iter().zip(eols) {
+                out.push_str(line);
+                out.push_str(eol.as_str());
+            }
+            // Replacing the last line with nothing moves the "no final newline"
+            // state onto the new last line: handled by the fix-up below.
+            cursor = range.end;
+        }
+        out.push_str(&self.text[self.byte_range(cursor..n)]);
+        if let Some(wanted) = edit.final_newline() {
+            final_newline = wanted;
+        }
+        if n == 0 && edit.final_newline().is_none() {
+            // A new file built from lines: end it with a newline, like every editor.
+            final_newline = true;
+        }
+        set_final_newline(&mut out, final_newline, self.dominant_eol());
+        let lines = line_table(&out);
+        Document {
+            bom: self.bom,
+            text: out,
+            lines,
+        }
+    }
+
+    /// The endings for `count` lines that replace the lines in `range`: the
+    /// replaced line's own ending where there was one at that position, else the
+    /// ending of the nearest neighbour, else the document's dominant one.
+    fn endings_for(&self, range: Range<usize>, count: usize) -> Vec<Eol> {
+        let fallback = {
+            let above = range.start.checked_sub(1).map(|i| self.lines[i].eol);
+            let below = self.lines.get(range.end).map(|s| s.eol);
+            let last_old = range.end.checked_sub(1).filter(|&i| i >= range.start);
+            let pick = [last_old.map(|i| self.lines[i].eol), above, below]
+                .into_iter()
+                .flatten()
+                .find(|e| *e != Eol::None);
+            pick.unwrap_or_else(|| self.dominant_eol())
+        };
+        (0..count)
+            .map(|j| {
+                let own = (range.start + j < range.end).then(|| self.lines[range.start + j].eol);
+                // The file's last line may have no ending; the final-newline state is
+                // settled once for the whole text by `set_final_newline`.
+                match own {
+                    Some(Eol::None) | None => fallback,
+                    Some(eol) => eol,
+                }
+            })
+            .collect()
+    }
+}
+
+/// Makes `text` end with a newline (of kind `eol`) or not, touching only its end.
+fn set_final_newline(text: &mut String, wanted: bool, eol: Eol) {
+    if text.is_empty() {
+        return;
+    }
+    let has = text.ends_with('\n');
+    if wanted && !has {
+        text.push_str(eol.as_str());
+    } else if !wanted && has {
+        text.pop();
+        if text.ends_with('\r') {
+            text.pop();
+        }
+    }
+}
+
+fn line_table(text: &str) -> Vec<LineSpan> {
+    let bytes = text.as_bytes();
+    let mut lines = Vec::with_capacity(bytes.len() / 32 + 1);
+    let mut start = 0;
+    for nl in memchr::memchr_iter(b'\n', bytes) {
+        let (end, eol) = if nl > start && bytes[nl - 1] == b'\r' {
+            (nl - 1, Eol::CrLf)
+        } else {
+            (nl, Eol::Lf)
+        };
+        lines.push(LineSpan { start, end, eol });
+        start = nl + 1;
+    }
+    if start < bytes.len() {
+        lines.push(LineSpan {
+            start,
+            end: bytes.len(),
+            eol: Eol::None,
+        });
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::edit::TextEditBuilder;
+
+    fn edit(doc: &Document, range: Range<usize>, lines: &[&str]) -> Document {
+        let mut b = TextEditBuilder::new();
+        b.replace(range, lines.iter().map(|s| s.to_string()).collect(), 0);
+        doc.apply(&b.finish().unwrap())
+    }
+
+    #[test]
+    fn round_trips_bytes() {
+        for s in ["", "a", "a\n", "a\r\nb\nc", "\u{feff}x\r\n", "\n\n", "\r\n"] {
+            let d = Document::from_text(s);
+            assert_eq!(d.to_bytes(), s.as_bytes(), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn mixed_endings_keep_their_own() {
+        let d = Document::from_text("one\r\ntwo\nthree\r\nfour\n");
+        assert_eq!(
+            edit(&d, 2..3, &["THREE"]).text(),
+            "one\r\ntwo\nTHREE\r\nfour\n"
+        );
+    }
+
+    #[test]
+    fn no_final_newline_survives() {
+        let d = Document::from_text("a\nb\nc");
+        assert_eq!(edit(&d, 1..2, &["B"]).text(), "a\nB\nc");
+        assert_eq!(edit(&d, 2..3, &["C", "D"]).text(), "a\nb\nC\nD");
+        assert_eq!(edit(&d, 3..3, &["d"]).text(), "a\nb\nc\nd");
+        assert_eq!(edit(&d, 2..3, &[]).text(), "a\nb");
+    }
+
+    #[test]
+    fn inserted_lines_take_neighbour_endings() {
+        let d = Document::from_text("a\r\nb\r\n");
+        assert_eq!(edit(&d, 1..1, &["x", "y"]).text(), "a\r\nx\r\ny\r\nb\r\n");
+        assert_eq!(edit(&d, 2..2, &["z"]).text(), "a\r\nb\r\nz\r\n");
+    }
+
+    #[test]
+    fn refuses_binary_and_bad_utf8() {
+        assert_eq!(
+            Document::from_bytes(b"ab\0c"),
+            Err(DecodeError::Binary { offset: 2 })
+        );
+        assert_eq!(
+            Document::from_bytes(b"ok\nd\xe9j\xe0"),
+            Err(DecodeError::NotUtf8 { offset: 4, line: 2 })
+        );
+        assert!(matches!(
+            Document::from_bytes(b"\xff\xfea\0"),
+            Err(DecodeError::Utf16 { big_endian: false })
+        ));
+    }
+}
