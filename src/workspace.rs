@@ -737,6 +737,7 @@ fn set_mode(_file: &File, _mode: Option<u32>) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use WorkspaceError as E;
 
     fn setup() -> (tempfile::TempDir, Workspace) {
         let dir = tempfile::tempdir().unwrap();
@@ -752,11 +753,20 @@ mod tests {
     }
 
     fn write(path: &str, bytes: &[u8], expected_hash: Option<u64>) -> Change {
+        let (path, bytes, mode) = (path.into(), bytes.into(), None);
         Change::Write {
-            path: path.into(),
-            bytes: bytes.into(),
+            path,
+            bytes,
             expected_hash,
-            mode: None,
+            mode,
+        }
+    }
+
+    fn delete(path: &str, expected_hash: u64) -> Change {
+        let path = path.into();
+        Change::Delete {
+            path,
+            expected_hash,
         }
     }
 
@@ -764,30 +774,51 @@ mod tests {
         fs::read(ws.root().join(rel)).ok()
     }
 
+    /// Names in the root, sorted: shows stray temp files and directories.
+    fn listing(ws: &Workspace) -> Vec<String> {
+        let names = fs::read_dir(ws.root())
+            .unwrap()
+            .map(|e| e.unwrap().file_name());
+        let mut names: Vec<_> = names.map(|n| n.into_string().unwrap()).collect();
+        names.sort();
+        names
+    }
+
     fn journal_len(ws: &Workspace) -> usize {
         ws.entries().unwrap().len()
+    }
+
+    /// How `resolve` answered, as a short name for the case tables.
+    fn verdict(ws: &Workspace, rel: &str) -> &'static str {
+        match ws.resolve(rel) {
+            Ok(_) => "ok",
+            Err(E::OutsideRoot { .. }) => "outside",
+            Err(E::Absolute { .. }) => "absolute",
+            Err(E::InvalidPath { .. }) => "invalid",
+            Err(E::Reserved { .. }) => "reserved",
+            Err(_) => "other",
+        }
     }
 
     #[test]
     fn confinement() {
         let (_dir, ws) = setup();
-        use WorkspaceError as E;
-        assert!(matches!(ws.resolve("../x"), Err(E::OutsideRoot { .. })));
-        assert!(matches!(
-            ws.resolve("a/../../x"),
-            Err(E::OutsideRoot { .. })
-        ));
-        assert!(matches!(ws.resolve("/etc/passwd"), Err(E::Absolute { .. })));
-        assert!(matches!(ws.resolve("C:\\x"), Err(E::Absolute { .. })));
-        assert!(matches!(ws.resolve("\\x"), Err(E::Absolute { .. })));
-        assert!(matches!(ws.resolve(".lancet/x"), Err(E::Reserved { .. })));
-        assert!(matches!(
-            ws.resolve("a/../.git/config"),
-            Err(E::Reserved { .. })
-        ));
-        assert!(matches!(ws.resolve(""), Err(E::InvalidPath { .. })));
-        assert!(matches!(ws.resolve("a\0b"), Err(E::InvalidPath { .. })));
-        assert!(matches!(ws.resolve("a/.."), Err(E::InvalidPath { .. })));
+        let cases = [
+            ("../x", "outside"),
+            ("a/../../x", "outside"),
+            ("/etc/passwd", "absolute"),
+            ("C:\\x", "absolute"),
+            ("\\x", "absolute"),
+            (".lancet/x", "reserved"),
+            ("a/../.git/config", "reserved"),
+            ("", "invalid"),
+            ("a\0b", "invalid"),
+            ("a/..", "invalid"),
+            ("a/../b", "ok"),
+        ];
+        for (rel, want) in cases {
+            assert_eq!(verdict(&ws, rel), want, "{rel:?}");
+        }
         assert_eq!(ws.resolve("a/../b").unwrap(), ws.root().join("b"));
         assert_eq!(ws.resolve("./x/y.rs").unwrap(), ws.root().join("x/y.rs"));
     }
@@ -795,23 +826,23 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn symlink_escape_is_refused() {
+        use std::os::unix::fs::symlink;
         let (_dir, ws) = setup();
         let outside = tempfile::tempdir().unwrap();
-        std::os::unix::fs::symlink(outside.path(), ws.root().join("link")).unwrap();
-        assert!(matches!(
-            ws.resolve("link/x"),
-            Err(WorkspaceError::OutsideRoot { .. })
-        ));
-        assert!(matches!(
-            ws.resolve("link/new/x"),
-            Err(WorkspaceError::OutsideRoot { .. })
-        ));
-        std::os::unix::fs::symlink(ws.root().join(".git"), ws.root().join("g")).unwrap();
+        symlink(outside.path(), ws.root().join("link")).unwrap();
         fs::create_dir(ws.root().join(".git")).unwrap();
-        assert!(matches!(
-            ws.resolve("g/config"),
-            Err(WorkspaceError::Reserved { .. })
-        ));
+        symlink(ws.root().join(".git"), ws.root().join("g")).unwrap();
+        symlink(ws.root().join("real"), ws.root().join("inner")).unwrap();
+        let cases = [
+            ("link", "outside"),
+            ("link/x", "outside"),
+            ("link/new/x", "outside"),
+            ("g/config", "reserved"),
+            ("inner/x", "ok"),
+        ];
+        for (rel, want) in cases {
+            assert_eq!(verdict(&ws, rel), want, "{rel:?}");
+        }
     }
 
     #[test]
@@ -819,10 +850,7 @@ mod tests {
         let (_dir, ws) = setup();
         assert_eq!(ws.read("nope.txt").unwrap(), None);
         fs::create_dir(ws.root().join("d")).unwrap();
-        assert!(matches!(
-            ws.read("d"),
-            Err(WorkspaceError::IsDirectory { .. })
-        ));
+        assert!(matches!(ws.read("d"), Err(E::IsDirectory { .. })));
         let hash = put(&ws, "f", b"hi");
         assert_eq!(ws.read("f").unwrap().unwrap().hash, hash);
     }
@@ -841,23 +869,10 @@ mod tests {
         assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"A\n");
         assert_eq!(on_disk(&ws, "src/b.txt").unwrap(), b"B\n");
         assert_eq!(on_disk(&ws, "new/deep/c.txt").unwrap(), b"C\n");
-        assert_eq!(
-            receipt.hashes[2],
-            ("new/deep/c.txt".to_owned(), content_hash(b"C\n"))
-        );
-        assert_eq!(
-            fs::read(ws.root().join(".lancet/.gitignore")).unwrap(),
-            b"*\n"
-        );
-        let names: Vec<_> = fs::read_dir(ws.root())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert!(
-            !names
-                .iter()
-                .any(|n| n.to_string_lossy().contains("lancet-tmp"))
-        );
+        let c = ("new/deep/c.txt".to_owned(), content_hash(b"C\n"));
+        assert_eq!(receipt.hashes[2], c);
+        assert_eq!(on_disk(&ws, ".lancet/.gitignore").unwrap(), b"*\n");
+        assert_eq!(listing(&ws), [".lancet", "a.txt", "new", "src"]);
     }
 
     #[test]
@@ -872,22 +887,17 @@ mod tests {
                 write("new/c.txt", b"C\n", None),
             ])
             .unwrap_err();
-        assert!(matches!(err, WorkspaceError::Stale { ref path } if path == "b.txt"));
+        assert!(matches!(err, E::Stale { ref path } if path == "b.txt"));
         assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"a\n");
-        assert!(!ws.root().join("new").exists());
-        assert_eq!(journal_len(&ws), 0);
+        assert_eq!(listing(&ws), ["a.txt", "b.txt"]);
         // Expecting absence where a file exists is stale too.
-        assert!(matches!(
-            ws.commit(&[write("a.txt", b"x", None)]),
-            Err(WorkspaceError::Stale { .. })
-        ));
-        assert!(matches!(
-            ws.commit(&[
-                write("a.txt", b"x", Some(a)),
-                write("./a.txt", b"y", Some(a))
-            ]),
-            Err(WorkspaceError::DuplicatePath { .. })
-        ));
+        let err = ws.commit(&[write("a.txt", b"x", None)]).unwrap_err();
+        assert!(matches!(err, E::Stale { .. }));
+        let twice = [
+            write("a.txt", b"x", Some(a)),
+            write("./a.txt", b"y", Some(a)),
+        ];
+        assert!(matches!(ws.commit(&twice), Err(E::DuplicatePath { .. })));
     }
 
     #[cfg(unix)]
@@ -897,14 +907,12 @@ mod tests {
         let (_dir, ws) = setup();
         let h = put(&ws, "run.sh", b"#!/bin/sh\n");
         fs::set_permissions(ws.root().join("run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
-        let new = Change::Write {
-            path: "new.sh".into(),
-            bytes: b"x".to_vec(),
-            expected_hash: None,
-            mode: Some(0o700),
-        };
-        ws.commit(&[write("run.sh", b"#!/bin/sh\necho\n", Some(h)), new])
-            .unwrap();
+        let mut new = write("new.sh", b"x", None);
+        if let Change::Write { mode, .. } = &mut new {
+            *mode = Some(0o700);
+        }
+        let old = write("run.sh", b"#!/bin/sh\necho\n", Some(h));
+        ws.commit(&[old, new]).unwrap();
         assert_eq!(ws.read("run.sh").unwrap().unwrap().mode, Some(0o755));
         assert_eq!(ws.read("new.sh").unwrap().unwrap().mode, Some(0o700));
     }
@@ -918,10 +926,7 @@ mod tests {
             .commit(&[
                 write("a.txt", b"new\n", Some(a)),
                 write("made/here.txt", b"fresh\n", None),
-                Change::Delete {
-                    path: "gone.txt".into(),
-                    expected_hash: gone,
-                },
+                delete("gone.txt", gone),
             ])
             .unwrap();
         assert_eq!(on_disk(&ws, "gone.txt"), None);
@@ -931,22 +936,22 @@ mod tests {
         assert_eq!(undone.removed, ["made/here.txt"]);
         assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"line\r\nno final newline");
         assert_eq!(on_disk(&ws, "gone.txt").unwrap(), b"keep me\n");
-        assert!(!ws.root().join("made").exists());
-        assert!(matches!(ws.undo(), Err(WorkspaceError::NothingToUndo)));
+        assert_eq!(listing(&ws), [".lancet", "a.txt", "gone.txt"]);
+        assert!(matches!(ws.undo(), Err(E::NothingToUndo)));
     }
 
     #[test]
     fn undo_refuses_after_outside_change() {
         let (_dir, ws) = setup();
         let a = put(&ws, "a.txt", b"one\n");
-        ws.commit(&[
+        let changes = [
             write("a.txt", b"two\n", Some(a)),
             write("b.txt", b"b\n", None),
-        ])
-        .unwrap();
+        ];
+        ws.commit(&changes).unwrap();
         put(&ws, "a.txt", b"three\n");
         let err = ws.undo().unwrap_err();
-        assert!(matches!(err, WorkspaceError::UndoConflict { ref path } if path == "a.txt"));
+        assert!(matches!(err, E::UndoConflict { ref path } if path == "a.txt"));
         assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"three\n");
         assert_eq!(on_disk(&ws, "b.txt").unwrap(), b"b\n");
         assert_eq!(journal_len(&ws), 1);
@@ -973,10 +978,7 @@ mod tests {
         let changes = [
             write("a.txt", b"A\n", Some(a)),
             write("made/new.txt", b"N\n", None),
-            Change::Delete {
-                path: "gone.txt".into(),
-                expected_hash: gone,
-            },
+            delete("gone.txt", gone),
             write("b.txt", b"B\n", None),
         ];
         FAIL_AT.set(Some(3));
@@ -985,26 +987,17 @@ mod tests {
         assert!(err.is_io());
         assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"a\n");
         assert_eq!(on_disk(&ws, "gone.txt").unwrap(), b"g\n");
-        assert!(!ws.root().join("made").exists());
-        let names: Vec<_> = fs::read_dir(ws.root())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names.len(), 3, "{names:?}"); // a.txt, gone.txt, .lancet
+        assert_eq!(listing(&ws), [".lancet", "a.txt", "gone.txt"]);
         assert_eq!(journal_len(&ws), 0);
     }
 
     #[test]
     fn open_refuses_missing_and_files() {
         let (dir, ws) = setup();
-        assert!(matches!(
-            Workspace::open(&dir.path().join("missing")),
-            Err(WorkspaceError::RootNotFound { .. })
-        ));
+        let missing = Workspace::open(&dir.path().join("missing"));
+        assert!(matches!(missing, Err(E::RootNotFound { .. })));
         put(&ws, "file", b"");
-        assert!(matches!(
-            Workspace::open(&ws.root().join("file")),
-            Err(WorkspaceError::RootNotDirectory { .. })
-        ));
+        let file = Workspace::open(&ws.root().join("file"));
+        assert!(matches!(file, Err(E::RootNotDirectory { .. })));
     }
 }
