@@ -353,7 +353,7 @@ pub(crate) fn indent_width(ws: &str) -> usize {
 
 /// Splits a line into its leading whitespace and the rest.
 pub(crate) fn split_indent(line: &str) -> (&str, &str) {
-    let body = line.trim_start_matches(|c: char| c == ' ' || c == '\t');
+    let body = line.trim_start_matches([' ', '\t']);
     (&line[..line.len() - body.len()], body)
 }
 
@@ -497,10 +497,10 @@ fn align_window(
         }
     }
     let mut last = hay.nb[start + m - 1];
-    for ni in pin.nb[m - 1] + 1..pin.lines.len() {
+    for slot in alignment.iter_mut().skip(pin.nb[m - 1] + 1) {
         if last + 1 < doc.line_count() && blank(last + 1) {
             last += 1;
-            alignment[ni] = Some(last);
+            *slot = Some(last);
         } else {
             break;
         }

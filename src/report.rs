@@ -305,3 +305,94 @@ impl ApplyReport {
         all.into_iter()
     }
 }
+
+fn lines_json(r: &Range<usize>) -> serde_json::Value {
+    // 1-based, inclusive, as people and models count lines; an insertion
+    // point (empty range) shows the line it goes before.
+    let start = r.start + 1;
+    let end = r.end.max(r.start + 1);
+    serde_json::json!([start, end])
+}
+
+impl FileStatus {
+    /// The contract's name for the status.
+    pub fn name(self) -> &'static str {
+        match self {
+            FileStatus::Modified => "modified",
+            FileStatus::Created => "created",
+            FileStatus::Deleted => "deleted",
+            FileStatus::Renamed => "renamed",
+            FileStatus::Unchanged => "unchanged",
+            FileStatus::Failed => "failed",
+        }
+    }
+}
+
+impl EditStatus {
+    /// The contract's name for the status.
+    pub fn name(self) -> &'static str {
+        match self {
+            EditStatus::Applied => "applied",
+            EditStatus::AlreadyApplied => "already_applied",
+            EditStatus::Noop => "noop",
+            EditStatus::NotFound => "not_found",
+            EditStatus::Ambiguous => "ambiguous",
+            EditStatus::Stale => "stale",
+            EditStatus::Conflict => "conflict",
+            EditStatus::SyntaxError => "syntax_error",
+            EditStatus::Invalid => "invalid",
+        }
+    }
+}
+
+impl ApplyReport {
+    /// The report as `lancet apply --json` prints it (the CLI contract's shape).
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::json;
+        let files: Vec<serde_json::Value> = self
+            .files
+            .iter()
+            .map(|f| {
+                let edits: Vec<serde_json::Value> = f
+                    .edits
+                    .iter()
+                    .map(|e| {
+                        let warnings: Vec<String> =
+                            e.warnings.iter().map(crate::feedback::warning).collect();
+                        let mut v = json!({
+                            "index": e.index,
+                            "status": e.status.name(),
+                            "tier": e.tier.map(Tier::name),
+                            "similarity": e.similarity.map(|s| (s * 1000.0).round() / 1000.0),
+                            "lines": e.lines.as_ref().map(lines_json),
+                            "warnings": warnings,
+                        });
+                        if let Some(err) = &e.error {
+                            v["error"] = json!(crate::feedback::edit_error(&f.path, err, None));
+                            let cands: Vec<serde_json::Value> = err
+                                .candidates()
+                                .iter()
+                                .map(|c| {
+                                    json!({
+                                        "lines": lines_json(&c.range),
+                                        "similarity": (c.similarity * 1000.0).round() / 1000.0,
+                                    })
+                                })
+                                .collect();
+                            if !cands.is_empty() {
+                                v["candidates"] = json!(cands);
+                            }
+                        }
+                        v
+                    })
+                    .collect();
+                let mut v = json!({"path": f.path, "status": f.status.name(), "edits": edits});
+                if let Some(p) = &f.new_path {
+                    v["new_path"] = json!(p);
+                }
+                v
+            })
+            .collect();
+        json!({"ok": self.ok, "written": self.written, "files": files, "message": self.message})
+    }
+}

@@ -249,10 +249,13 @@ impl Document {
             out.push_str(&self.text[self.byte_range(cursor..range.start)]);
             let eols = self.endings_for(range.clone(), rep.lines().len());
             // An insertion after a last line that lacks an ending gives it one.
-            if range.start == n && range.is_empty() && n > 0 && !rep.lines().is_empty() {
-                if self.lines[n - 1].eol == Eol::None {
-                    out.push_str(self.dominant_eol().as_str());
-                }
+            if range.start == n
+                && range.is_empty()
+                && n > 0
+                && !rep.lines().is_empty()
+                && self.lines[n - 1].eol == Eol::None
+            {
+                out.push_str(self.dominant_eol().as_str());
             }
             for (line, eol) in rep.lines().iter().zip(eols) {
                 out.push_str(line);

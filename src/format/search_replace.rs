@@ -160,7 +160,7 @@ fn path_above(lines: &[&str], open: usize) -> Option<String> {
         if is_fence(line) {
             // ```python path/to/file.py — or a bare info string naming the file.
             let info = line.trim_start().trim_start_matches(['`', '~']).trim();
-            if let Some(p) = info.split_whitespace().filter_map(path_from).last() {
+            if let Some(p) = info.split_whitespace().rev().find_map(path_from) {
                 if info.contains('.') || info.contains('/') {
                     return Some(p);
                 }
@@ -587,7 +587,6 @@ impl Joined {
 /// `which`: all occurrences, or `None` to require exactly one.
 fn resolve_fragment(
     doc: &Document,
-    old: &str,
     new: &str,
     occurrences: &[Range<usize>],
     joined: &Joined,
@@ -604,9 +603,8 @@ fn resolve_fragment(
             _ => groups.push((lines, vec![occ.clone()])),
         }
     }
-    let _ = old;
     let mut pieces = Vec::new();
-    let mut span = usize::MAX..0;
+    let mut span: Option<Range<usize>> = None;
     for (lines, members) in &groups {
         let region =
             joined.starts[lines.start]..joined.starts[lines.end.min(joined.starts.len() - 1)];
@@ -638,9 +636,17 @@ fn resolve_fragment(
         ));
         // A region whose text lost or gained its final newline (old_string ending in "\n"
         // at the end of a file without one) is settled by the Document's final-newline rule.
-        span = span.start.min(m.range.start)..span.end.max(m.range.end);
+        span = Some(span.map_or(m.range.clone(), |s| {
+            s.start.min(m.range.start)..s.end.max(m.range.end)
+        }));
     }
-    finish(doc, pieces, Some(Tier::Exact), Some(1.0), span)
+    finish(
+        doc,
+        pieces,
+        Some(Tier::Exact),
+        Some(1.0),
+        span.unwrap_or(0..0),
+    )
 }
 
 fn fragment_candidates(joined: &Joined, occurrences: &[Range<usize>]) -> Vec<Candidate> {
@@ -837,7 +843,7 @@ impl SearchReplace {
                 candidates: fragment_candidates(&joined, &occ),
             }));
         }
-        Some(Ok(resolve_fragment(doc, old, new, &occ, &joined)))
+        Some(Ok(resolve_fragment(doc, new, &occ, &joined)))
     }
 
     /// A text block whose SEARCH starts or ends mid-line: substring semantics, unique only.
@@ -846,7 +852,7 @@ impl SearchReplace {
         b: &Block,
         doc: &Document,
     ) -> Result<Option<Resolution>, EditError> {
-        if b.fragment.is_some() || b.search.len() < 1 {
+        if b.fragment.is_some() || b.search.is_empty() {
             return Ok(None);
         }
         let old = b.search.join("\n");
@@ -862,7 +868,7 @@ impl SearchReplace {
         match occ.len() {
             0 => Ok(None),
             1 => {
-                let mut r = resolve_fragment(doc, &old, &b.replace.join("\n"), &occ, &joined);
+                let mut r = resolve_fragment(doc, &b.replace.join("\n"), &occ, &joined);
                 r.warnings.push(Warning::PartialLineMatch {
                     line: joined.line_of(occ[0].start) + 1,
                 });

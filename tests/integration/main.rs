@@ -1,1 +1,10 @@
+//! lancet's integration tests: one test binary (link time matters on small
+//! machines), one module per area.
 
+// Tests fail loudly by design: a panic with the value is the report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod cli;
+mod fixtures;
+mod layout;
+mod props;

@@ -1,1 +1,396 @@
-fn main() {}
+//! The `lancet` command: the engine as a standalone patch tool.
+//!
+//! Binary-only code lives here (argument parsing, terminal output, exit
+//! statuses), so the library's API cannot grow by accident. Every command is
+//! one variant of [`Command`], dispatched in one `match`. The command-line
+//! contract (flags, exit statuses, the JSON report) is fixed by DESIGN.md:
+//! other tools script it.
+
+mod cli;
+mod style;
+
+use std::io::{IsTerminal, Read};
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::Parser;
+use lancet::{ApplyOptions, Format, MatchOptions, Tier, Workspace, WorkspaceError, feedback};
+
+use cli::{ApplyArgs, Cli, Command, DiffArgs, FormatChoice, FormatsArgs, UndoArgs, ViewArgs};
+use style::Style;
+
+/// Exit statuses of the contract.
+mod status {
+    pub(crate) const OK: u8 = 0;
+    pub(crate) const FAILED: u8 = 1;
+    pub(crate) const USAGE: u8 = 2;
+    pub(crate) const IO: u8 = 3;
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                status::USAGE
+            } else {
+                status::OK
+            };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let code = match cli.command {
+        Command::Apply(args) => apply(args),
+        Command::View(args) => view(args),
+        Command::Diff(args) => diff(args),
+        Command::Undo(args) => undo(args),
+        Command::Formats(args) => formats(args),
+    };
+    ExitCode::from(code)
+}
+
+fn usage(msg: &str) -> u8 {
+    eprintln!("lancet: {msg}");
+    status::USAGE
+}
+
+fn open_root(root: &Path) -> Result<Workspace, u8> {
+    Workspace::open(root).map_err(|e| match e {
+        WorkspaceError::Io { .. } => {
+            eprintln!("lancet: cannot open the root {}: {e}", root.display());
+            status::IO
+        }
+        _ => usage(&format!(
+            "the root {} is not a directory (-C names the workspace root)",
+            root.display()
+        )),
+    })
+}
+
+fn read_input(input: Option<&Path>) -> Result<String, u8> {
+    let bytes = match input {
+        Some(p) if p != Path::new("-") => std::fs::read(p).map_err(|e| {
+            eprintln!("lancet: cannot read the edits file {}: {e}", p.display());
+            if e.kind() == std::io::ErrorKind::NotFound {
+                status::USAGE
+            } else {
+                status::IO
+            }
+        })?,
+        _ => {
+            let mut stdin = std::io::stdin();
+            if stdin.is_terminal() {
+                return Err(usage(
+                    "no edits given: pass a file of edits, or pipe them on standard input",
+                ));
+            }
+            let mut buf = Vec::new();
+            stdin.read_to_end(&mut buf).map_err(|e| {
+                eprintln!("lancet: cannot read standard input: {e}");
+                status::IO
+            })?;
+            buf
+        }
+    };
+    String::from_utf8(bytes).map_err(|e| {
+        usage(&format!(
+            "the edits are not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+fn apply(args: ApplyArgs) -> u8 {
+    let input = match read_input(args.input.as_deref()) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let format = match args.format {
+        FormatChoice::Auto => match Format::detect(&input) {
+            Some(f) => f,
+            None => {
+                let e = lancet::ParseError::Unrecognised;
+                return usage(&feedback::parse_error(&e, None));
+            }
+        },
+        other => match other.available() {
+            Some(f) => f,
+            None => {
+                return usage(&format!(
+                    "the {} format is not available in this build yet; available: {}",
+                    other.name(),
+                    Format::ALL
+                        .iter()
+                        .map(|f| f.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        },
+    };
+    if args.reverse {
+        return usage("--reverse applies to unified diffs; the input is in another format");
+    }
+    let patch = match format.parse(&input) {
+        Ok(p) => p,
+        Err(e) => {
+            let msg = feedback::parse_error(&e, Some(format.name()));
+            if args.json {
+                let v = serde_json::json!({
+                    "ok": false, "written": false, "files": [], "message": msg,
+                });
+                println!("{v}");
+                return status::USAGE;
+            }
+            return usage(&msg);
+        }
+    };
+    let ws = match open_root(&args.root) {
+        Ok(ws) => ws,
+        Err(code) => return code,
+    };
+    let mut matching = MatchOptions::default();
+    matching.max_tier = args.max_tier.tier();
+    let mut opts = ApplyOptions::default();
+    opts.matching = matching;
+    opts.partial = args.partial;
+    opts.default_path = args.file.clone();
+    let plan = lancet::plan(&ws, &patch, &opts);
+    let io_failure = plan
+        .report()
+        .files
+        .iter()
+        .any(|f| matches!(f.error, Some(lancet::EditError::Unreadable { .. })));
+    let diff_text: String = plan
+        .diffs()
+        .iter()
+        .map(|(path, before, after)| unified(path, path, before, after, 3))
+        .collect();
+    let write = !args.dry_run && !args.check;
+    let report = if write {
+        match plan.commit(&ws) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("lancet: nothing was written: {e}");
+                return if e.is_io() {
+                    status::IO
+                } else {
+                    status::FAILED
+                };
+            }
+        }
+    } else {
+        plan.into_report()
+    };
+    let style = Style::for_stream(std::io::stdout().is_terminal());
+    if args.json {
+        let mut v = report.to_json();
+        if args.dry_run {
+            v["diff"] = serde_json::json!(diff_text);
+        }
+        println!("{v}");
+    } else if !args.check {
+        if args.dry_run {
+            print!("{diff_text}");
+            eprintln!("{}", style.message(&report.message));
+            eprintln!("(dry run: nothing was written)");
+        } else if report.ok {
+            println!("{}", style.message(&report.message));
+        } else {
+            eprintln!(
+                "{}",
+                Style::for_stream(std::io::stderr().is_terminal()).message(&report.message)
+            );
+        }
+    }
+    if io_failure {
+        status::IO
+    } else if report.ok {
+        status::OK
+    } else {
+        status::FAILED
+    }
+}
+
+/// A unified diff of `before` → `after` (with `\ No newline at end of file` markers).
+fn unified(old: &str, new: &str, before: &str, after: &str, context: usize) -> String {
+    similar::TextDiff::from_lines(before, after)
+        .unified_diff()
+        .context_radius(context)
+        .missing_newline_hint(true)
+        .header(&format!("a/{old}"), &format!("b/{new}"))
+        .to_string()
+}
+
+fn diff(args: DiffArgs) -> u8 {
+    let read = |p: &Path| {
+        std::fs::read(p).map_err(|e| {
+            eprintln!("lancet: cannot read {}: {e}", p.display());
+            if e.kind() == std::io::ErrorKind::NotFound {
+                status::USAGE
+            } else {
+                status::IO
+            }
+        })
+    };
+    let (a, b) = match (read(&args.old), read(&args.new)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(c), _) | (_, Err(c)) => return c,
+    };
+    if a == b {
+        return status::OK;
+    }
+    match (std::str::from_utf8(&a), std::str::from_utf8(&b)) {
+        (Ok(a), Ok(b)) if !a.contains('\0') && !b.contains('\0') => {
+            let text = similar::TextDiff::from_lines(a, b)
+                .unified_diff()
+                .context_radius(args.context)
+                .missing_newline_hint(true)
+                .header(
+                    &args.old.display().to_string(),
+                    &args.new.display().to_string(),
+                )
+                .to_string();
+            print!("{text}");
+        }
+        _ => println!(
+            "Binary files {} and {} differ",
+            args.old.display(),
+            args.new.display()
+        ),
+    }
+    status::FAILED
+}
+
+fn undo(args: UndoArgs) -> u8 {
+    let ws = match open_root(&args.root) {
+        Ok(ws) => ws,
+        Err(code) => return code,
+    };
+    match ws.undo() {
+        Ok(receipt) => {
+            for p in &receipt.restored {
+                println!("restored {p}");
+            }
+            for p in &receipt.removed {
+                println!("removed {p} (the apply had created it)");
+            }
+            status::OK
+        }
+        Err(WorkspaceError::NothingToUndo) => {
+            eprintln!(
+                "lancet: nothing to undo: no apply is recorded in {}",
+                ws.root().display()
+            );
+            status::FAILED
+        }
+        Err(e @ WorkspaceError::UndoConflict { .. }) => {
+            eprintln!(
+                "lancet: {e}; nothing was changed. Undo would overwrite changes made after the apply."
+            );
+            status::FAILED
+        }
+        Err(e) => {
+            eprintln!("lancet: undo failed, nothing was changed: {e}");
+            if e.is_io() {
+                status::IO
+            } else {
+                status::FAILED
+            }
+        }
+    }
+}
+
+fn view(args: ViewArgs) -> u8 {
+    let format = match args.format.available() {
+        Some(f) => f,
+        None => {
+            return usage(&format!(
+                "the {} view is not available in this build yet",
+                args.format.name()
+            ));
+        }
+    };
+    let bytes = match std::fs::read(&args.file) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("lancet: cannot read {}: {e}", args.file.display());
+            return if e.kind() == std::io::ErrorKind::NotFound {
+                status::USAGE
+            } else {
+                status::IO
+            };
+        }
+    };
+    let doc = match lancet::Document::from_vec(bytes) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("lancet: {}: {e}", args.file.display());
+            return status::FAILED;
+        }
+    };
+    let range = match args.lines.as_deref().map(parse_range).transpose() {
+        Ok(r) => r,
+        Err(msg) => return usage(&msg),
+    };
+    print!("{}", format.view(&doc, range));
+    status::OK
+}
+
+/// `A:B` (1-based, inclusive; either side may be omitted) to a 0-based half-open range.
+fn parse_range(s: &str) -> Result<std::ops::Range<usize>, String> {
+    let bad = || format!("--lines takes A:B with 1-based line numbers (got {s:?})");
+    let (a, b) = s.split_once(':').ok_or_else(bad)?;
+    let a: usize = if a.is_empty() {
+        1
+    } else {
+        a.parse().map_err(|_| bad())?
+    };
+    let b: usize = if b.is_empty() {
+        usize::MAX
+    } else {
+        b.parse().map_err(|_| bad())?
+    };
+    if a == 0 || b < a {
+        return Err(bad());
+    }
+    Ok(a - 1..b)
+}
+
+fn formats(args: FormatsArgs) -> u8 {
+    match args.name {
+        None => {
+            for f in Format::ALL {
+                println!("{:<16} {}", f.name(), f.summary());
+            }
+            status::OK
+        }
+        Some(name) => match Format::from_name(&name) {
+            Some(f) => {
+                print!("{}", f.instructions());
+                status::OK
+            }
+            None => usage(&format!(
+                "unknown format {name:?}; available: {}",
+                Format::ALL
+                    .iter()
+                    .map(|f| f.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        },
+    }
+}
+
+impl cli::MaxTier {
+    fn tier(self) -> Tier {
+        match self {
+            cli::MaxTier::Exact => Tier::Exact,
+            cli::MaxTier::Whitespace => Tier::Whitespace,
+            cli::MaxTier::Indent => Tier::Indent,
+            cli::MaxTier::Unicode => Tier::Unicode,
+            cli::MaxTier::Fuzzy => Tier::Fuzzy,
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! CLI tests: the real binary in temporary directories.
