@@ -250,7 +250,8 @@ pub struct EditReport {
 }
 
 impl EditReport {
-    pub(crate) fn new(index: usize, source_line: usize) -> EditReport {
+    /// A report for edit `index` (input line `source_line`), not yet resolved.
+    pub fn new(index: usize, source_line: usize) -> EditReport {
         EditReport {
             index,
             source_line,

@@ -31,29 +31,56 @@ pub enum Op {
     Add(String),
 }
 
-/// The ops that turn `old` into `new`, by a line diff (Patience, via `similar`).
-pub fn ops_from_diff<S: AsRef<str>>(old: &[S], new: &[S]) -> Vec<Op> {
+/// One run of a line diff: `old` lines become `new` lines (equal or changed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiffRun {
+    /// Whether the lines are unchanged.
+    pub equal: bool,
+    /// Range of old lines.
+    pub old: Range<usize>,
+    /// Range of new lines.
+    pub new: Range<usize>,
+}
+
+/// A line diff (Patience, via `similar`) as consecutive runs.
+///
+/// Positions are counted here from the runs' lengths: `similar` reports the
+/// index fields of its insert and delete ops loosely (an insert after an
+/// equal run can name an earlier old index), so they are never read.
+pub fn line_diff<S: AsRef<str>>(old: &[S], new: &[S]) -> Vec<DiffRun> {
     let old: Vec<&str> = old.iter().map(AsRef::as_ref).collect();
     let new: Vec<&str> = new.iter().map(AsRef::as_ref).collect();
-    let mut ops = Vec::with_capacity(new.len());
+    let (mut o, mut n) = (0, 0);
+    let mut runs: Vec<DiffRun> = Vec::new();
     for op in similar::capture_diff_slices(similar::Algorithm::Patience, &old, &new) {
-        match op {
-            similar::DiffOp::Equal { old_index, len, .. } => {
-                ops.extend((old_index..old_index + len).map(Op::Keep));
+        let (ol, nl) = (op.old_range().len(), op.new_range().len());
+        let equal = matches!(op, similar::DiffOp::Equal { .. });
+        match runs.last_mut() {
+            // Adjacent changed runs (a delete then an insert) are one replacement.
+            Some(last) if !equal && !last.equal => {
+                last.old.end += ol;
+                last.new.end += nl;
             }
-            similar::DiffOp::Delete { .. } => {}
-            similar::DiffOp::Insert {
-                new_index, new_len, ..
-            }
-            | similar::DiffOp::Replace {
-                new_index, new_len, ..
-            } => {
-                ops.extend(
-                    new[new_index..new_index + new_len]
-                        .iter()
-                        .map(|l| Op::Add((*l).to_owned())),
-                );
-            }
+            _ => runs.push(DiffRun {
+                equal,
+                old: o..o + ol,
+                new: n..n + nl,
+            }),
+        }
+        o += ol;
+        n += nl;
+    }
+    runs
+}
+
+/// The ops that turn `old` into `new`, by a line diff.
+pub fn ops_from_diff<S: AsRef<str>>(old: &[S], new: &[S]) -> Vec<Op> {
+    let mut ops = Vec::with_capacity(new.len());
+    for run in line_diff(old, new) {
+        if run.equal {
+            ops.extend(run.old.map(Op::Keep));
+        } else {
+            ops.extend(new[run.new].iter().map(|l| Op::Add(l.as_ref().to_owned())));
         }
     }
     ops
@@ -238,6 +265,21 @@ mod tests {
         let file = "\tcall(a,\n\t     b)\n";
         let out = run(file, "    call(a,\n         b)", "    call(x,\n         b)");
         assert_eq!(out, "\tcall(x,\n\t     b)\n");
+    }
+
+    /// Regression (found by the render→parse→apply property): `similar`'s
+    /// insert ops after an equal run named an earlier index, so the inserted
+    /// lines were taken from the wrong place.
+    #[test]
+    fn diff_positions_are_counted_not_trusted() {
+        let old = ["    print(\"hi\")", "x = 1  ", ""];
+        let new = ["", "", "", "", ""];
+        let ops = ops_from_diff(&old, &new);
+        let added = ops.iter().filter(|o| matches!(o, Op::Add(_))).count();
+        let kept = ops.iter().filter(|o| matches!(o, Op::Keep(_))).count();
+        assert_eq!((added, kept), (4, 1));
+        let runs = line_diff(&old, &new);
+        assert_eq!(runs.last().map(|r| (r.old.end, r.new.end)), Some((3, 5)));
     }
 
     #[test]

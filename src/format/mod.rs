@@ -84,6 +84,16 @@ pub struct Patch {
 }
 
 impl Patch {
+    /// Every edit of every file, in input order.
+    pub fn ops(&self) -> Vec<&EditOp> {
+        self.changes
+            .iter()
+            .flat_map(|c| match &c.action {
+                Action::Edit(ops) => ops.iter(),
+            })
+            .collect()
+    }
+
     /// Number of edits (the unit that [`EditReport::index`](crate::EditReport::index) counts).
     pub fn edit_count(&self) -> usize {
         self.changes

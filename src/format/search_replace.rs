@@ -993,15 +993,17 @@ fn render_blocks(path: &str, before: &str, after: &str) -> String {
         block(&mut out, &[], &new_lines);
         return out;
     }
-    let diff = similar::capture_diff_slices(similar::Algorithm::Patience, &old_lines, &new_lines);
-    let groups = similar::group_diff_ops(diff, 1);
-    for group in groups {
-        let (Some(first), Some(last)) = (group.first(), group.last()) else {
-            continue;
-        };
-        let (mut os, mut oe) = (first.old_range().start, last.old_range().end);
-        let (mut ns, mut ne) = (first.new_range().start, last.new_range().end);
-        // Grow the context until SEARCH is non-empty, unique, and has enough text to locate.
+    let diff = splice::line_diff(&old_lines, &new_lines);
+    // Changed stretches, in old-line coordinates.
+    let hunks: Vec<Range<usize>> = diff
+        .iter()
+        .filter(|r| !r.equal)
+        .map(|r| r.old.clone())
+        .collect();
+    // Grow each with context until SEARCH is non-empty, unique and long enough to locate.
+    let mut spans: Vec<Range<usize>> = Vec::new();
+    for h in hunks {
+        let (mut os, mut oe) = (h.start.saturating_sub(1), (h.end + 1).min(old_lines.len()));
         loop {
             let search = &old_lines[os..oe];
             let unique = !search.is_empty() && count_exact(&old_lines, search) == 1;
@@ -1009,16 +1011,33 @@ fn render_blocks(path: &str, before: &str, after: &str) -> String {
             if (unique && enough) || (os == 0 && oe == old_lines.len()) {
                 break;
             }
-            if os > 0 {
-                os -= 1;
-                ns -= 1;
-            }
-            if oe < old_lines.len() {
-                oe += 1;
-                ne += 1;
-            }
+            os = os.saturating_sub(1);
+            oe = (oe + 1).min(old_lines.len());
         }
-        block(&mut out, &old_lines[os..oe], &new_lines[ns..ne]);
+        // Overlapping blocks merge (a window containing a unique window is unique).
+        match spans.last_mut() {
+            Some(prev) if os < prev.end || h.start < prev.end => prev.end = prev.end.max(oe),
+            _ => spans.push(os..oe),
+        }
+    }
+    // Each span starts and ends on unchanged lines, so both ends map to the new
+    // text. At a point where lines were only inserted, a block's start maps
+    // before the insertion and its end after it.
+    let mut bounds: Vec<(usize, usize)> = vec![(0, 0)];
+    bounds.extend(diff.iter().map(|r| (r.old.end, r.new.end)));
+    let map = |i: usize, at_end: bool| -> usize {
+        let mut at = bounds.iter().filter(|(o, _)| *o == i);
+        let hit = if at_end { at.last() } else { at.next() };
+        if let Some((_, n)) = hit {
+            return *n;
+        }
+        diff.iter()
+            .find(|r| r.equal && r.old.start < i && i < r.old.end)
+            .map_or(new_lines.len(), |r| r.new.start + (i - r.old.start))
+    };
+    for o in spans {
+        let n = map(o.start, false)..map(o.end, true);
+        block(&mut out, &old_lines[o], &new_lines[n]);
     }
     out
 }
