@@ -175,17 +175,10 @@ fn path_above(lines: &[&str], open: usize) -> Option<String> {
     None
 }
 
-/// Whether `input` holds at least one SEARCH/REPLACE block.
+/// Whether `input` holds a SEARCH/REPLACE block opener (the parser then
+/// reports a malformed block precisely instead of "unrecognised input").
 pub(crate) fn looks_like(input: &str) -> bool {
-    let mut open = false;
-    for line in input.lines() {
-        match marker(line) {
-            Some((Marker::Open, _)) => open = true,
-            Some((Marker::Close, _)) if open => return true,
-            _ => {}
-        }
-    }
-    false
+    input.lines().any(|line| matches!(marker(line), Some((Marker::Open, _))))
 }
 
 fn parse_hint(line: &str, key: &str) -> Option<usize> {

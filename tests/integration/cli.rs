@@ -1,1 +1,274 @@
-//! CLI tests: the real binary in temporary directories.
+//! CLI tests: the real `lancet` binary, run in temporary directories.
+//!
+//! These pin the command-line contract of DESIGN.md: exit statuses, the JSON
+//! report, `--dry-run` and `--check` writing nothing, all-or-nothing writes,
+//! path confinement, undo, and the small commands (`diff`, `view`, `formats`).
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn lancet(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lancet"))
+        .current_dir(dir)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+fn lancet_stdin(dir: &Path, args: &[&str], input: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lancet"))
+        .current_dir(dir)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn write(dir: &Path, rel: &str, text: &str) {
+    let p = dir.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn read(dir: &Path, rel: &str) -> String {
+    std::fs::read_to_string(dir.join(rel)).unwrap()
+}
+
+fn block(path: &str, search: &str, replace: &str) -> String {
+    format!("{path}\n```\n<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n```\n")
+}
+
+const APP: &str = "def f():\n    return 1\n\ndef g():\n    return 2\n";
+
+#[test]
+fn applies_and_reports_json() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "app.py", APP);
+    write(dir.path(), "edit.txt", &block("app.py", "    return 2\n", "    return 3\n"));
+    let out = lancet(dir.path(), &["apply", "--json", "edit.txt"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["written"], true);
+    assert_eq!(v["files"][0]["path"], "app.py");
+    assert_eq!(v["files"][0]["status"], "modified");
+    let e = &v["files"][0]["edits"][0];
+    assert_eq!((e["index"].as_u64(), e["status"].as_str(), e["tier"].as_str()), (Some(0), Some("applied"), Some("exact")));
+    assert_eq!(e["lines"], serde_json::json!([5, 5]));
+    assert!(v["message"].as_str().unwrap().contains("applied to app.py at line 5"));
+    assert_eq!(read(dir.path(), "app.py"), APP.replace("return 2", "return 3"));
+    // The JSON keys come in the contract's order.
+    let s = stdout(&out);
+    let pos = |k: &str| s.find(&format!("\"{k}\"")).unwrap();
+    assert!(pos("ok") < pos("written") && pos("written") < pos("files") && pos("files") < pos("message"));
+}
+
+#[test]
+fn reads_stdin_and_uses_default_file() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "app.py", APP);
+    let input = "<<<<<<< SEARCH\n    return 1\n=======\n    return 10\n>>>>>>> REPLACE\n";
+    let out = lancet_stdin(dir.path(), &["apply", "--file", "app.py", "-"], input);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(read(dir.path(), "app.py").contains("return 10"));
+    // Without --file the block names no file: an edit failure, nothing written.
+    let out = lancet_stdin(dir.path(), &["apply"], input);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("names no file"), "{}", stderr(&out));
+}
+
+#[test]
+fn exit_statuses() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "app.py", APP);
+    // 1: an edit does not apply.
+    write(dir.path(), "miss.txt", &block("app.py", "    return 42\n", "    return 0\n"));
+    let out = lancet(dir.path(), &["apply", "miss.txt"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("SEARCH text not found in app.py"), "{}", stderr(&out));
+    // 2: malformed input (a block that is never closed), and usage errors.
+    write(dir.path(), "bad.txt", "app.py\n<<<<<<< SEARCH\n    return 1\n=======\n");
+    let out = lancet(dir.path(), &["apply", "bad.txt"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("line 2"), "{}", stderr(&out));
+    assert_eq!(code(&lancet(dir.path(), &["apply", "--max-tier", "sloppy", "miss.txt"])), 2);
+    assert_eq!(code(&lancet(dir.path(), &["apply", "no-such-file.txt"])), 2);
+    write(dir.path(), "prose.txt", "just some words\n");
+    let out = lancet(dir.path(), &["apply", "prose.txt"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("not in any edit format"), "{}", stderr(&out));
+    // 3: an I/O error (the edits "file" is a directory).
+    std::fs::create_dir(dir.path().join("adir")).unwrap();
+    assert_eq!(code(&lancet(dir.path(), &["apply", "adir"])), 3);
+    assert_eq!(read(dir.path(), "app.py"), APP);
+}
+
+#[test]
+fn dry_run_and_check_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "app.py", APP);
+    write(dir.path(), "edit.txt", &block("app.py", "    return 1\n", "    return 100\n"));
+    let out = lancet(dir.path(), &["apply", "--dry-run", "edit.txt"]);
+    assert_eq!(code(&out), 0);
+    let diff = stdout(&out);
+    assert!(diff.contains("--- a/app.py") && diff.contains("+++ b/app.py"), "{diff}");
+    assert!(diff.contains("-    return 1\n+    return 100\n"), "{diff}");
+    assert_eq!(read(dir.path(), "app.py"), APP);
+    let out = lancet(dir.path(), &["apply", "--dry-run", "--json", "edit.txt"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["written"], false);
+    assert!(v["diff"].as_str().unwrap().contains("+    return 100"));
+    let out = lancet(dir.path(), &["apply", "--check", "edit.txt"]);
+    assert_eq!((code(&out), stdout(&out).as_str()), (0, ""));
+    write(dir.path(), "miss.txt", &block("app.py", "nope\n", "x\n"));
+    assert_eq!(code(&lancet(dir.path(), &["apply", "--check", "miss.txt"])), 1);
+    assert_eq!(read(dir.path(), "app.py"), APP);
+    assert!(!dir.path().join(".lancet").exists(), "a dry run must not journal");
+}
+
+#[test]
+fn failing_multi_file_apply_leaves_every_file_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let crlf = "one\r\ntwo\r\nthree";
+    write(dir.path(), "a.txt", crlf);
+    write(dir.path(), "b.py", APP);
+    let edits = [
+        block("a.txt", "two\n", "TWO\n"),
+        block("new/c.txt", "", "created\n"),
+        block("b.py", "    return 99\n", "    return 0\n"),
+    ]
+    .concat();
+    write(dir.path(), "edit.txt", &edits);
+    let out = lancet(dir.path(), &["apply", "--json", "edit.txt"]);
+    assert_eq!(code(&out), 1);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["written"], false);
+    let statuses: Vec<&str> = v["files"].as_array().unwrap().iter().map(|f| f["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["modified", "created", "failed"]);
+    assert!(v["message"].as_str().unwrap().contains("Nothing was written"));
+    assert_eq!(std::fs::read(dir.path().join("a.txt")).unwrap(), crlf.as_bytes());
+    assert_eq!(read(dir.path(), "b.py"), APP);
+    assert!(!dir.path().join("new").exists());
+    // With --partial the edits that apply are written.
+    let out = lancet(dir.path(), &["apply", "--partial", "edit.txt"]);
+    assert_eq!(code(&out), 1);
+    assert_eq!(std::fs::read(dir.path().join("a.txt")).unwrap(), b"one\r\nTWO\r\nthree");
+    assert_eq!(read(dir.path(), "new/c.txt"), "created\n");
+    assert_eq!(read(dir.path(), "b.py"), APP);
+}
+
+#[test]
+fn path_escapes_are_refused() {
+    let base = tempfile::tempdir().unwrap();
+    let root = base.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    write(base.path(), "outside.txt", "secret\n");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(base.path(), root.join("link")).unwrap();
+    for path in ["../outside.txt", "/etc/hostname", "link/outside.txt", ".lancet/x"] {
+        write(&root, "edit.txt", &block(path, "secret\n", "pwned\n"));
+        let out = lancet(&root, &["apply", "--json", "edit.txt"]);
+        assert_eq!(code(&out), 1, "{path}: {}", stdout(&out));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(v["files"][0]["edits"][0]["status"], "invalid", "{path}");
+        assert!(v["message"].as_str().unwrap().contains("refused"), "{path}: {}", v["message"]);
+    }
+    assert_eq!(read(base.path(), "outside.txt"), "secret\n");
+}
+
+#[test]
+fn undo_restores_the_last_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "app.py", APP);
+    write(dir.path(), "e1.txt", &[block("app.py", "    return 1\n", "    return 11\n"), block("n.txt", "", "new\n")].concat());
+    assert_eq!(code(&lancet(dir.path(), &["apply", "e1.txt"])), 0);
+    write(dir.path(), "e2.txt", &block("app.py", "    return 2\n", "    return 22\n"));
+    assert_eq!(code(&lancet(dir.path(), &["apply", "e2.txt"])), 0);
+    let out = lancet(dir.path(), &["undo"]);
+    assert_eq!(code(&out), 0);
+    assert!(stdout(&out).contains("restored app.py"));
+    assert_eq!(read(dir.path(), "app.py"), APP.replace("return 1\n", "return 11\n"));
+    let out = lancet(dir.path(), &["undo", "-C", "."]);
+    assert_eq!(code(&out), 0);
+    assert!(stdout(&out).contains("removed n.txt"), "{}", stdout(&out));
+    assert_eq!(read(dir.path(), "app.py"), APP);
+    assert!(!dir.path().join("n.txt").exists());
+    let out = lancet(dir.path(), &["undo"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("nothing to undo"));
+}
+
+#[test]
+fn undo_refuses_when_the_file_changed_since() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "app.py", APP);
+    write(dir.path(), "e.txt", &block("app.py", "    return 1\n", "    return 11\n"));
+    assert_eq!(code(&lancet(dir.path(), &["apply", "e.txt"])), 0);
+    write(dir.path(), "app.py", "edited by hand\n");
+    let out = lancet(dir.path(), &["undo"]);
+    assert_eq!(code(&out), 1);
+    assert_eq!(read(dir.path(), "app.py"), "edited by hand\n");
+}
+
+#[test]
+fn binary_and_latin1_files_are_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("img.bin"), b"GIF89a\0\0x = 1\n").unwrap();
+    std::fs::write(dir.path().join("l1.txt"), b"caf\xe9\nx = 1\n").unwrap();
+    for (path, words) in [("img.bin", "binary file"), ("l1.txt", "not UTF-8")] {
+        write(dir.path(), "e.txt", &block(path, "x = 1\n", "x = 2\n"));
+        let out = lancet(dir.path(), &["apply", "e.txt"]);
+        assert_eq!(code(&out), 1);
+        assert!(stderr(&out).contains(words), "{}", stderr(&out));
+    }
+    assert_eq!(std::fs::read(dir.path().join("l1.txt")).unwrap(), b"caf\xe9\nx = 1\n");
+}
+
+#[test]
+fn diff_command() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a", "one\ntwo\nthree\n");
+    write(dir.path(), "b", "one\n2\nthree");
+    let same = lancet(dir.path(), &["diff", "a", "a"]);
+    assert_eq!((code(&same), stdout(&same).as_str()), (0, ""));
+    let out = lancet(dir.path(), &["diff", "a", "b", "-U", "0"]);
+    assert_eq!(code(&out), 1);
+    let text = stdout(&out);
+    assert!(text.starts_with("--- a\n+++ b\n"), "{text}");
+    assert!(text.contains("\\ No newline at end of file"), "{text}");
+    assert_eq!(code(&lancet(dir.path(), &["diff", "a", "missing"])), 2);
+}
+
+#[test]
+fn view_and_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "app.py", APP);
+    let out = lancet(dir.path(), &["view", "app.py", "--lines", "4:5"]);
+    assert_eq!(code(&out), 0);
+    assert_eq!(stdout(&out), "4 | def g():\n5 |     return 2\n");
+    assert_eq!(code(&lancet(dir.path(), &["view", "app.py", "--lines", "5:4"])), 2);
+    let out = lancet(dir.path(), &["formats"]);
+    assert!(stdout(&out).starts_with("search-replace"));
+    let out = lancet(dir.path(), &["formats", "search-replace"]);
+    assert_eq!(code(&out), 0);
+    assert!(stdout(&out).contains("<<<<<<< SEARCH"));
+    assert_eq!(code(&lancet(dir.path(), &["formats", "nope"])), 2);
+}
