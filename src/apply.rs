@@ -21,7 +21,7 @@ use crate::feedback;
 use crate::format::{Action, EditOp, Patch, Resolution, ResolveContext};
 use crate::matcher::MatchOptions;
 use crate::report::{
-    ApplyReport, EditError, EditReport, EditStatus, FileReport, FileStatus, Warning,
+    ApplyReport, EditError, EditReport, EditStatus, FileReport, FileStatus, PathProblem, Warning,
 };
 use crate::text::Document;
 use crate::workspace::{Change, Workspace, WorkspaceError, content_hash};
@@ -46,8 +46,16 @@ pub struct ApplyOptions {
 #[derive(Debug)]
 pub struct Plan {
     report: ApplyReport,
-    changes: Vec<Change>,
-    diffs: Vec<(String, String, String)>,
+    /// Files whose content changes: path, content hash when read (None: new), before, after.
+    writes: Vec<PlannedWrite>,
+}
+
+#[derive(Debug)]
+struct PlannedWrite {
+    path: String,
+    hash: Option<u64>,
+    before: Document,
+    after: Document,
 }
 
 impl Plan {
@@ -56,22 +64,36 @@ impl Plan {
         &self.report
     }
 
-    /// `(path, before, after)` for every file whose content changes.
-    pub fn diffs(&self) -> &[(String, String, String)] {
-        &self.diffs
+    /// `(path, before, after)` texts of every file whose content changes.
+    pub fn diffs(&self) -> impl Iterator<Item = (&str, &str, &str)> + '_ {
+        self.writes
+            .iter()
+            .map(|w| (w.path.as_str(), w.before.text(), w.after.text()))
     }
 
     /// Whether there is anything to write.
     pub fn has_changes(&self) -> bool {
-        !self.changes.is_empty()
+        !self.writes.is_empty()
     }
 
     /// Writes every change in one transaction and returns the final report.
     pub fn commit(mut self, ws: &Workspace) -> Result<ApplyReport, WorkspaceError> {
-        if !self.changes.is_empty() {
-            ws.commit(&self.changes)?;
-            self.report.written = true;
+        if self.writes.is_empty() {
+            return Ok(self.report);
         }
+        // Bytes are built here, one file at a time, so a plan holds each text once.
+        let changes: Vec<Change> = self
+            .writes
+            .drain(..)
+            .map(|w| Change::Write {
+                bytes: w.after.to_bytes(),
+                path: w.path,
+                expected_hash: w.hash,
+                mode: None,
+            })
+            .collect();
+        ws.commit(&changes)?;
+        self.report.written = true;
         Ok(self.report)
     }
 
@@ -114,25 +136,22 @@ fn group<'a>(patch: &'a Patch, default_path: Option<&String>) -> Vec<FileWork<'a
 /// Reads and resolves every file of `patch`; writes nothing.
 pub fn plan(ws: &Workspace, patch: &Patch, opts: &ApplyOptions) -> Plan {
     let mut files = Vec::new();
-    let mut changes = Vec::new();
-    let mut diffs = Vec::new();
+    let mut writes = Vec::new();
     let mut originals: HashMap<String, Document> = HashMap::new();
     for work in group(patch, opts.default_path.as_ref()) {
         let (report, outcome) = plan_file(ws, &work, opts);
         if let Some(o) = outcome {
-            let path = report.path.clone();
-            if report.status != FileStatus::Unchanged {
-                let before = o.before.text().to_owned();
-                let after = o.after.text().to_owned();
-                changes.push(Change::Write {
-                    path: path.clone(),
-                    bytes: o.after.to_bytes(),
-                    expected_hash: o.hash,
-                    mode: None,
-                });
-                diffs.push((path.clone(), before, after));
+            match o.after {
+                Some(after) => writes.push(PlannedWrite {
+                    path: report.path.clone(),
+                    hash: o.hash,
+                    before: o.before,
+                    after,
+                }),
+                None => {
+                    originals.insert(report.path.clone(), o.before);
+                }
             }
-            originals.insert(path, o.before);
         }
         files.push(report);
     }
@@ -140,18 +159,13 @@ pub fn plan(ws: &Workspace, patch: &Patch, opts: &ApplyOptions) -> Plan {
         .iter()
         .all(|f| f.error.is_none() && f.edits.iter().all(|e| e.status.is_ok()));
     if !ok && !opts.partial {
-        changes.clear();
-        diffs.clear();
-        for f in &mut files {
-            if f.status != FileStatus::Failed && f.status != FileStatus::Unchanged {
-                // Would have changed, but nothing is written.
-                f.status = if f.edits.iter().all(|e| e.status.is_ok()) {
-                    f.status
-                } else {
-                    FileStatus::Failed
-                };
-            }
+        // All or nothing: what would have been written is only reported.
+        for w in writes.drain(..) {
+            originals.insert(w.path, w.before);
         }
+    }
+    for w in &writes {
+        originals.insert(w.path.clone(), w.before.clone());
     }
     let mut report = ApplyReport {
         ok,
@@ -160,17 +174,13 @@ pub fn plan(ws: &Workspace, patch: &Patch, opts: &ApplyOptions) -> Plan {
         message: String::new(),
     };
     report.message = feedback::apply_message(&report, &originals, opts.partial);
-    Plan {
-        report,
-        changes,
-        diffs,
-    }
+    Plan { report, writes }
 }
 
-/// What a file becomes.
+/// What a file becomes: `after` is `None` when it is not written.
 struct Outcome {
     before: Document,
-    after: Document,
+    after: Option<Document>,
     hash: Option<u64>,
 }
 
@@ -212,12 +222,14 @@ fn plan_file(
             return (report, None);
         }
         Err(e) => {
-            fail_all(
-                &mut report,
-                EditError::PathRefused {
-                    reason: e.to_string(),
-                },
-            );
+            let why = match e {
+                WorkspaceError::Absolute { .. } => PathProblem::Absolute,
+                WorkspaceError::Reserved { .. } => PathProblem::Reserved,
+                WorkspaceError::IsDirectory { .. } => PathProblem::Directory,
+                WorkspaceError::InvalidPath { .. } => PathProblem::Invalid,
+                _ => PathProblem::Outside,
+            };
+            fail_all(&mut report, EditError::PathRefused { why });
             return (report, None);
         }
     };
@@ -246,56 +258,42 @@ fn plan_file(
     };
     let after = resolve_file(&doc, &ops, &ctx, opts.sequential, &mut report.edits);
     let all_ok = report.edits.iter().all(|e| e.status.is_ok());
-    let Some(after) = after else {
-        return (report, None);
-    };
     let creates = !exists && report.edits.iter().any(|e| e.status == EditStatus::Applied);
     if !exists && !creates {
-        // Nothing to create: every edit of a missing file failed or did nothing.
-        if report
-            .edits
-            .iter()
-            .any(|e| e.status == EditStatus::NotFound)
-        {
-            for e in &mut report.edits {
-                if e.status == EditStatus::NotFound {
-                    e.fail(EditError::FileMissing);
-                }
+        // Nothing to create: the edits of a missing file failed because it is missing.
+        for e in &mut report.edits {
+            if e.status == EditStatus::NotFound {
+                e.fail(EditError::FileMissing);
             }
         }
-        return (report, None);
     }
-    report.status = if !all_ok && !opts.partial {
+    report.status = if !all_ok && !opts.partial || !exists && !creates {
         FileStatus::Failed
     } else if creates {
         FileStatus::Created
-    } else if after.to_bytes() == doc.to_bytes() {
+    } else if after == doc {
         FileStatus::Unchanged
     } else {
         FileStatus::Modified
     };
-    if report.status == FileStatus::Failed {
-        return (report, None);
-    }
-    (
-        report,
-        Some(Outcome {
-            before: doc,
-            after,
-            hash,
-        }),
-    )
+    let written = matches!(report.status, FileStatus::Created | FileStatus::Modified);
+    let outcome = Outcome {
+        before: doc,
+        after: written.then_some(after),
+        hash,
+    };
+    (report, Some(outcome))
 }
 
 /// Resolves `ops` against `doc` and applies those that resolve; fills `reports`.
-/// Returns the new document (`None` when nothing could be built).
+/// Returns the new document.
 pub fn resolve_file(
     doc: &Document,
     ops: &[&EditOp],
     ctx: &ResolveContext<'_>,
     sequential: bool,
     reports: &mut [EditReport],
-) -> Option<Document> {
+) -> Document {
     if sequential {
         let mut current = doc.clone();
         for (op, report) in ops.iter().zip(reports.iter_mut()) {
@@ -313,7 +311,7 @@ pub fn resolve_file(
                 Err(e) => report.fail(e),
             }
         }
-        return Some(current);
+        return current;
     }
     let mut resolved: Vec<Option<Resolution>> = Vec::with_capacity(ops.len());
     for (op, report) in ops.iter().zip(reports.iter_mut()) {
@@ -357,7 +355,7 @@ pub fn resolve_file(
         }
     };
     explain_dependencies(doc, ops, ctx, &resolved, reports);
-    Some(doc.apply(&edit))
+    doc.apply(&edit)
 }
 
 fn add_resolution(b: &mut TextEditBuilder, res: &Resolution, origin: usize) {

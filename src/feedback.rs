@@ -15,7 +15,7 @@ use std::ops::Range;
 
 use crate::format::ParseError;
 use crate::matcher::{Candidate, Tier};
-use crate::report::{ApplyReport, EditError, EditReport, EditStatus, Warning};
+use crate::report::{ApplyReport, EditError, EditReport, EditStatus, PathProblem, Warning};
 use crate::text::{DecodeError, Document};
 
 /// How many lines of a candidate region to quote.
@@ -73,9 +73,10 @@ pub fn warning(w: &Warning) -> String {
             "line-number prefixes copied from a numbered view were removed before matching"
                 .to_owned()
         }
-        Warning::PartialLineMatch { line } => {
-            format!("SEARCH matched part of line {line}; the rest of that line was kept")
-        }
+        Warning::PartialLineMatch { lines: l } => format!(
+            "SEARCH starts or ends mid-line, so it was matched as text within {}; the rest of those lines was kept",
+            lines(l)
+        ),
         Warning::ChosenByHint { hint } => {
             format!("several places matched; the one nearest :start_line: {hint} was used")
         }
@@ -142,10 +143,17 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>) -> String {
         EditError::Unreadable { kind } => {
             let _ = write!(out, "{path} could not be read ({kind}).");
         }
-        EditError::PathRefused { reason } => {
+        EditError::PathRefused { why } => {
+            let why = match why {
+                PathProblem::Outside => "it leads outside the workspace root",
+                PathProblem::Absolute => "it is absolute",
+                PathProblem::Invalid => "it is not a file path",
+                PathProblem::Reserved => "it is inside .lancet/ or .git/, which lancet never edits",
+                PathProblem::Directory => "it is a directory",
+            };
             let _ = write!(
                 out,
-                "{path} is refused: {reason}. Paths must be relative and stay inside the workspace root."
+                "{path} is refused: {why}. Give a path relative to the workspace root, inside it."
             );
         }
         EditError::NotFound {
@@ -162,15 +170,21 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>) -> String {
                 );
                 return out;
             }
-            match (nearest.first(), doc) {
-                (Some(best), Some(doc)) => {
-                    let _ = writeln!(
+            match nearest.first() {
+                Some(best) => {
+                    let _ = write!(
                         out,
-                        "\n  The most similar text is at {} ({} similar):",
+                        "\n  The most similar text is at {} ({} similar)",
                         lines(&best.range),
                         percent(best.similarity)
                     );
-                    quote(doc, &best.range, &mut out);
+                    match doc {
+                        Some(doc) => {
+                            out.push_str(":\n");
+                            quote(doc, &best.range, &mut out);
+                        }
+                        None => out.push_str(".\n"),
+                    }
                     let others: Vec<String> = nearest[1..]
                         .iter()
                         .map(|c| format!("{} ({})", lines(&c.range), percent(c.similarity)))
@@ -180,7 +194,7 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>) -> String {
                     }
                     out.push_str("  Copy the lines to change exactly as they are in the file and send the edit again.");
                 }
-                _ => out.push_str(
+                None => out.push_str(
                     "\n  No similar text was found. Read the file again and copy the lines to change exactly.",
                 ),
             }

@@ -345,10 +345,20 @@ fn skeleton_hash(line: &str, buf: &mut String) -> u64 {
     xxh3_64(buf.as_bytes())
 }
 
-/// Width of leading whitespace, tabs to the next stop of 4.
-pub(crate) fn indent_width(ws: &str) -> usize {
-    ws.chars()
-        .fold(0, |w, c| if c == '\t' { w / 4 * 4 + 4 } else { w + 1 })
+/// Tab widths tried when a block's indentation is compared: files are
+/// written with tabs shown 4 or 8 wide (2 is rarer), and a model retypes
+/// them as that many spaces.
+pub(crate) const TAB_WIDTHS: [usize; 3] = [4, 8, 2];
+
+/// Width of leading whitespace, tabs to the next multiple of `tab`.
+pub(crate) fn indent_width(ws: &str, tab: usize) -> usize {
+    ws.chars().fold(0, |w, c| {
+        if c == '\t' {
+            w / tab * tab + tab
+        } else {
+            w + 1
+        }
+    })
 }
 
 /// Splits a line into its leading whitespace and the rest.
@@ -523,13 +533,18 @@ fn classify(doc: &Document, pin: &Needle<'_>, alignment: &[Option<usize>]) -> Op
         return Some(Tier::Whitespace);
     }
     let uniform_indent = |fold: bool| {
-        let mut offset = None;
-        pairs.iter().all(|(n, d)| {
-            let ((ni, nbody), (di, dbody)) = (split_indent(n), split_indent(d));
-            let d_off = indent_width(di) as i64 - indent_width(ni) as i64;
-            let same_offset = *offset.get_or_insert(d_off) == d_off;
-            same_offset && collapse(nbody, fold) == collapse(dbody, fold)
-        })
+        let bodies_equal = pairs
+            .iter()
+            .all(|(n, d)| collapse(split_indent(n).1, fold) == collapse(split_indent(d).1, fold));
+        bodies_equal
+            && TAB_WIDTHS.iter().any(|&tab| {
+                let mut offset = None;
+                pairs.iter().all(|(n, d)| {
+                    let off = indent_width(split_indent(d).0, tab) as i64
+                        - indent_width(split_indent(n).0, tab) as i64;
+                    *offset.get_or_insert(off) == off
+                })
+            })
     };
     if uniform_indent(false) {
         Some(Tier::Indent)

@@ -76,8 +76,8 @@ pub enum Warning {
     StrippedLineNumbers,
     /// The SEARCH text matched part of a line (or lines), not whole lines.
     PartialLineMatch {
-        /// 1-based line where the match starts.
-        line: usize,
+        /// 0-based, half-open range of the lines it touched.
+        lines: Range<usize>,
     },
     /// Several places matched; the line hint chose this one.
     ChosenByHint {
@@ -98,6 +98,22 @@ pub enum Warning {
     Sequential,
 }
 
+/// Why a path was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PathProblem {
+    /// It leads outside the workspace root (`..`, a symlink).
+    Outside,
+    /// It is absolute.
+    Absolute,
+    /// It is empty or not a file path.
+    Invalid,
+    /// It is inside `.lancet/` or `.git/`.
+    Reserved,
+    /// It names a directory.
+    Directory,
+}
+
 /// Why an edit could not be applied: data for [`feedback`](crate::feedback).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -115,10 +131,10 @@ pub enum EditError {
         kind: std::io::ErrorKind,
     },
     /// The path is not allowed (outside the root, reserved, …).
-    #[error("path refused")]
+    #[error("path refused: {why:?}")]
     PathRefused {
-        /// The reason, as the workspace put it.
-        reason: String,
+        /// Why.
+        why: PathProblem,
     },
     /// The SEARCH text was not found.
     #[error("not found")]

@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use crate::matcher::{Match, indent_width, split_indent};
+use crate::matcher::{Match, TAB_WIDTHS, indent_width, split_indent};
 use crate::text::Document;
 
 /// One step of a change over a needle.
@@ -98,35 +98,53 @@ pub struct Reindent {
     map: BTreeMap<usize, String>,
     offset: i64,
     tabs: bool,
+    /// The tab width under which the model's indentation lines up with the file's.
+    tab: usize,
     identity: bool,
 }
 
 impl Reindent {
     /// Learns the indentation mapping from the matched pairs.
     pub fn new<S: AsRef<str>>(doc: &Document, needle: &[S], m: &Match) -> Reindent {
-        let mut map = BTreeMap::new();
-        let mut offsets: Vec<i64> = Vec::new();
-        let mut tabs = false;
-        let mut identity = true;
-        for (i, di) in m.alignment.iter().enumerate() {
-            let Some(di) = *di else { continue };
-            let (n_ind, n_body) = split_indent(needle[i].as_ref());
-            let (d_ind, d_body) = split_indent(doc.line(di));
-            if n_body.trim().is_empty() || d_body.trim().is_empty() {
-                continue;
-            }
-            tabs |= d_ind.starts_with('\t');
-            identity &= n_ind == d_ind;
-            let w = indent_width(n_ind);
-            map.entry(w).or_insert_with(|| d_ind.to_owned());
-            offsets.push(indent_width(d_ind) as i64 - w as i64);
-        }
-        offsets.sort_unstable();
+        let pairs: Vec<(&str, &str)> = m
+            .alignment
+            .iter()
+            .enumerate()
+            .filter_map(|(i, di)| {
+                let (n_ind, n_body) = split_indent(needle[i].as_ref());
+                let (d_ind, d_body) = split_indent(doc.line((*di)?));
+                (!n_body.trim().is_empty() && !d_body.trim().is_empty()).then_some((n_ind, d_ind))
+            })
+            .collect();
+        let tabs = pairs.iter().any(|(_, d)| d.starts_with('\t'));
+        let identity = pairs.iter().all(|(n, d)| n == d);
+        // The tab width that makes the offsets most uniform (ties: the first tried).
+        let offsets_at = |tab: usize| -> Vec<i64> {
+            let mut v: Vec<i64> = pairs
+                .iter()
+                .map(|(n, d)| indent_width(d, tab) as i64 - indent_width(n, tab) as i64)
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        let distinct = |v: &[i64]| v.windows(2).filter(|w| w[0] != w[1]).count();
+        let tab = TAB_WIDTHS
+            .iter()
+            .copied()
+            .min_by_key(|&t| distinct(&offsets_at(t)))
+            .unwrap_or(4);
+        let offsets = offsets_at(tab);
         let offset = offsets.get(offsets.len() / 2).copied().unwrap_or(0);
+        let mut map = BTreeMap::new();
+        for (n, d) in &pairs {
+            map.entry(indent_width(n, tab))
+                .or_insert_with(|| (*d).to_owned());
+        }
         Reindent {
             map,
             offset,
             tabs,
+            tab,
             identity,
         }
     }
@@ -145,7 +163,7 @@ impl Reindent {
         if body.is_empty() {
             return String::new();
         }
-        let w = indent_width(ind);
+        let w = indent_width(ind, self.tab);
         if let Some(s) = self.map.get(&w) {
             return format!("{s}{body}");
         }
@@ -158,7 +176,11 @@ impl Reindent {
 
     fn render(&self, width: usize) -> String {
         if self.tabs {
-            format!("{}{}", "\t".repeat(width / 4), " ".repeat(width % 4))
+            format!(
+                "{}{}",
+                "\t".repeat(width / self.tab),
+                " ".repeat(width % self.tab)
+            )
         } else {
             " ".repeat(width)
         }

@@ -178,7 +178,9 @@ fn path_above(lines: &[&str], open: usize) -> Option<String> {
 /// Whether `input` holds a SEARCH/REPLACE block opener (the parser then
 /// reports a malformed block precisely instead of "unrecognised input").
 pub(crate) fn looks_like(input: &str) -> bool {
-    input.lines().any(|line| matches!(marker(line), Some((Marker::Open, _))))
+    input
+        .lines()
+        .any(|line| matches!(marker(line), Some((Marker::Open, _))))
 }
 
 fn parse_hint(line: &str, key: &str) -> Option<usize> {
@@ -247,8 +249,10 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
             dividers = same_len.into_iter().chain(rest).collect();
         }
         let split = |d: usize| -> (Vec<String>, Vec<String>) {
-            let s = lines[j..d].iter().map(|l| unescape(l)).collect();
-            let r = lines[d + 1..close].iter().map(|l| unescape(l)).collect();
+            let mut s: Vec<String> = lines[j..d].iter().map(|l| unescape(l)).collect();
+            let mut r: Vec<String> = lines[d + 1..close].iter().map(|l| unescape(l)).collect();
+            strip_bom(&mut s);
+            strip_bom(&mut r);
             (s, r)
         };
         let (search, replace) = split(dividers[0]);
@@ -276,6 +280,16 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
         return Err(ParseError::NoEdits);
     }
     Ok(Patch { changes })
+}
+
+/// Drops a BOM the model copied into a block's first line: the document keeps
+/// the file's BOM apart from its lines, so a copied one would be written twice.
+fn strip_bom(lines: &mut [String]) {
+    if let Some(first) = lines.first_mut() {
+        if let Some(rest) = first.strip_prefix('\u{feff}') {
+            *first = rest.to_owned();
+        }
+    }
 }
 
 /// Appends an edit, merging it into the previous change when it names the same file.
@@ -319,8 +333,13 @@ fn parse_json(args: &Value) -> Result<Patch, ParseError> {
                     .map(|s| s.replace("\r\n", "\n"))
                     .ok_or_else(|| bad(k, "a string"))
             };
-            let old = text("old_string")?;
-            let new = text("new_string")?;
+            // A BOM the model copied from the file belongs to the file, not to the line.
+            let old = text("old_string")?
+                .trim_start_matches('\u{feff}')
+                .to_owned();
+            let new = text("new_string")?
+                .trim_start_matches('\u{feff}')
+                .to_owned();
             let replace_all = match o.get("replace_all") {
                 None | Some(Value::Null) => false,
                 Some(v) => v
@@ -570,24 +589,37 @@ impl Joined {
         self.starts.partition_point(|&s| s <= pos) - 1
     }
 
-    /// Lines `first..=last` covering byte range `r`.
+    /// The lines byte range `r` touches (a range ending with a line's `\n`
+    /// ends on that line).
     fn lines_of(&self, r: &Range<usize>) -> Range<usize> {
-        self.line_of(r.start)..self.line_of(r.end) + 1
+        self.line_of(r.start)..self.line_of(r.end.max(r.start + 1) - 1) + 1
+    }
+
+    /// The lines an occurrence's replacement rewrites: the lines it touches,
+    /// plus the next line when the occurrence swallows a line break that the
+    /// new text does not restore (the two lines join, as with `str.replace`).
+    fn region_of(&self, r: &Range<usize>, new: &str) -> Range<usize> {
+        let mut lines = self.lines_of(r);
+        let eats_newline = r.end > r.start && self.text.as_bytes()[r.end - 1] == b'\n';
+        if eats_newline && !new.ends_with('\n') && lines.end < self.starts.len() - 1 {
+            lines.end += 1;
+        }
+        lines
     }
 }
 
-/// Substring semantics: replace occurrences of `old` (in line-joined text) by `new`.
-/// `which`: all occurrences, or `None` to require exactly one.
+/// Substring semantics: replace `occurrences` (byte ranges of the line-joined
+/// text) by `new`, rewriting only the lines they touch.
 fn resolve_fragment(
     doc: &Document,
     new: &str,
     occurrences: &[Range<usize>],
     joined: &Joined,
 ) -> Resolution {
-    // Group occurrences whose line spans touch, so each group is one region.
+    // Group occurrences whose regions overlap, so each group is one region.
     let mut groups: Vec<(Range<usize>, Vec<Range<usize>>)> = Vec::new();
     for occ in occurrences {
-        let lines = joined.lines_of(occ);
+        let lines = joined.region_of(occ, new);
         match groups.last_mut() {
             Some((g, members)) if lines.start < g.end => {
                 g.end = g.end.max(lines.end);
@@ -596,11 +628,12 @@ fn resolve_fragment(
             _ => groups.push((lines, vec![occ.clone()])),
         }
     }
+    let n = doc.line_count();
     let mut pieces = Vec::new();
+    let mut final_newline = None;
     let mut span: Option<Range<usize>> = None;
     for (lines, members) in &groups {
-        let region =
-            joined.starts[lines.start]..joined.starts[lines.end.min(joined.starts.len() - 1)];
+        let region = joined.starts[lines.start]..joined.starts[lines.end];
         let old_text = &joined.text[region.clone()];
         let mut new_text = String::with_capacity(old_text.len() + new.len());
         let mut at = region.start;
@@ -610,15 +643,20 @@ fn resolve_fragment(
             at = occ.end;
         }
         new_text.push_str(&joined.text[at..region.end]);
+        // At the end of the file the replacement decides the final newline, literally.
+        if lines.end == n
+            && !new_text.is_empty()
+            && new_text.ends_with('\n') != old_text.ends_with('\n')
+        {
+            final_newline = Some(new_text.ends_with('\n'));
+        }
         let old_lines = to_lines(old_text);
         let new_lines = to_lines(&new_text);
         let m = Match {
-            range: lines.start..lines.start + old_lines.len(),
+            range: lines.clone(),
             tier: Tier::Exact,
             similarity: 1.0,
-            alignment: (lines.start..lines.start + old_lines.len())
-                .map(Some)
-                .collect(),
+            alignment: lines.clone().map(Some).collect(),
             by_hint: false,
         };
         pieces.extend(splice::splice(
@@ -627,19 +665,22 @@ fn resolve_fragment(
             &m,
             &ops_from_diff(&old_lines, &new_lines),
         ));
-        // A region whose text lost or gained its final newline (old_string ending in "\n"
-        // at the end of a file without one) is settled by the Document's final-newline rule.
-        span = Some(span.map_or(m.range.clone(), |s| {
-            s.start.min(m.range.start)..s.end.max(m.range.end)
+        span = Some(span.map_or(lines.clone(), |s| {
+            s.start.min(lines.start)..s.end.max(lines.end)
         }));
     }
-    finish(
+    let mut r = finish(
         doc,
         pieces,
         Some(Tier::Exact),
         Some(1.0),
         span.unwrap_or(0..0),
-    )
+    );
+    if final_newline.is_some() {
+        r.final_newline = final_newline;
+        r.status = EditStatus::Applied;
+    }
+    r
 }
 
 fn fragment_candidates(joined: &Joined, occurrences: &[Range<usize>]) -> Vec<Candidate> {
@@ -863,7 +904,7 @@ impl SearchReplace {
             1 => {
                 let mut r = resolve_fragment(doc, &b.replace.join("\n"), &occ, &joined);
                 r.warnings.push(Warning::PartialLineMatch {
-                    line: joined.line_of(occ[0].start) + 1,
+                    lines: joined.lines_of(&occ[0]),
                 });
                 Ok(Some(r))
             }
@@ -1020,7 +1061,7 @@ fn render_blocks(path: &str, before: &str, after: &str) -> String {
     bounds.extend(diff.iter().map(|r| (r.old.end, r.new.end)));
     let map = |i: usize, at_end: bool| -> usize {
         let mut at = bounds.iter().filter(|(o, _)| *o == i);
-        let hit = if at_end { at.last() } else { at.next() };
+        let hit = if at_end { at.next_back() } else { at.next() };
         if let Some((_, n)) = hit {
             return *n;
         }

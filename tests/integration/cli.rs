@@ -26,7 +26,12 @@ fn lancet_stdin(dir: &Path, args: &[&str], input: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
     child.wait_with_output().unwrap()
 }
 
@@ -62,7 +67,11 @@ const APP: &str = "def f():\n    return 1\n\ndef g():\n    return 2\n";
 fn applies_and_reports_json() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "app.py", APP);
-    write(dir.path(), "edit.txt", &block("app.py", "    return 2\n", "    return 3\n"));
+    write(
+        dir.path(),
+        "edit.txt",
+        &block("app.py", "    return 2\n", "    return 3\n"),
+    );
     let out = lancet(dir.path(), &["apply", "--json", "edit.txt"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
@@ -71,14 +80,33 @@ fn applies_and_reports_json() {
     assert_eq!(v["files"][0]["path"], "app.py");
     assert_eq!(v["files"][0]["status"], "modified");
     let e = &v["files"][0]["edits"][0];
-    assert_eq!((e["index"].as_u64(), e["status"].as_str(), e["tier"].as_str()), (Some(0), Some("applied"), Some("exact")));
+    assert_eq!(
+        (
+            e["index"].as_u64(),
+            e["status"].as_str(),
+            e["tier"].as_str()
+        ),
+        (Some(0), Some("applied"), Some("exact"))
+    );
     assert_eq!(e["lines"], serde_json::json!([5, 5]));
-    assert!(v["message"].as_str().unwrap().contains("applied to app.py at line 5"));
-    assert_eq!(read(dir.path(), "app.py"), APP.replace("return 2", "return 3"));
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("applied to app.py at line 5")
+    );
+    assert_eq!(
+        read(dir.path(), "app.py"),
+        APP.replace("return 2", "return 3")
+    );
     // The JSON keys come in the contract's order.
     let s = stdout(&out);
     let pos = |k: &str| s.find(&format!("\"{k}\"")).unwrap();
-    assert!(pos("ok") < pos("written") && pos("written") < pos("files") && pos("files") < pos("message"));
+    assert!(
+        pos("ok") < pos("written")
+            && pos("written") < pos("files")
+            && pos("files") < pos("message")
+    );
 }
 
 #[test]
@@ -100,21 +128,43 @@ fn exit_statuses() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "app.py", APP);
     // 1: an edit does not apply.
-    write(dir.path(), "miss.txt", &block("app.py", "    return 42\n", "    return 0\n"));
+    write(
+        dir.path(),
+        "miss.txt",
+        &block("app.py", "    return 42\n", "    return 0\n"),
+    );
     let out = lancet(dir.path(), &["apply", "miss.txt"]);
     assert_eq!(code(&out), 1);
-    assert!(stderr(&out).contains("SEARCH text not found in app.py"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("SEARCH text not found in app.py"),
+        "{}",
+        stderr(&out)
+    );
     // 2: malformed input (a block that is never closed), and usage errors.
-    write(dir.path(), "bad.txt", "app.py\n<<<<<<< SEARCH\n    return 1\n=======\n");
+    write(
+        dir.path(),
+        "bad.txt",
+        "app.py\n<<<<<<< SEARCH\n    return 1\n=======\n",
+    );
     let out = lancet(dir.path(), &["apply", "bad.txt"]);
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("line 2"), "{}", stderr(&out));
-    assert_eq!(code(&lancet(dir.path(), &["apply", "--max-tier", "sloppy", "miss.txt"])), 2);
+    assert_eq!(
+        code(&lancet(
+            dir.path(),
+            &["apply", "--max-tier", "sloppy", "miss.txt"]
+        )),
+        2
+    );
     assert_eq!(code(&lancet(dir.path(), &["apply", "no-such-file.txt"])), 2);
     write(dir.path(), "prose.txt", "just some words\n");
     let out = lancet(dir.path(), &["apply", "prose.txt"]);
     assert_eq!(code(&out), 2);
-    assert!(stderr(&out).contains("not in any edit format"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not in any edit format"),
+        "{}",
+        stderr(&out)
+    );
     // 3: an I/O error (the edits "file" is a directory).
     std::fs::create_dir(dir.path().join("adir")).unwrap();
     assert_eq!(code(&lancet(dir.path(), &["apply", "adir"])), 3);
@@ -125,11 +175,18 @@ fn exit_statuses() {
 fn dry_run_and_check_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "app.py", APP);
-    write(dir.path(), "edit.txt", &block("app.py", "    return 1\n", "    return 100\n"));
+    write(
+        dir.path(),
+        "edit.txt",
+        &block("app.py", "    return 1\n", "    return 100\n"),
+    );
     let out = lancet(dir.path(), &["apply", "--dry-run", "edit.txt"]);
     assert_eq!(code(&out), 0);
     let diff = stdout(&out);
-    assert!(diff.contains("--- a/app.py") && diff.contains("+++ b/app.py"), "{diff}");
+    assert!(
+        diff.contains("--- a/app.py") && diff.contains("+++ b/app.py"),
+        "{diff}"
+    );
     assert!(diff.contains("-    return 1\n+    return 100\n"), "{diff}");
     assert_eq!(read(dir.path(), "app.py"), APP);
     let out = lancet(dir.path(), &["apply", "--dry-run", "--json", "edit.txt"]);
@@ -139,9 +196,15 @@ fn dry_run_and_check_write_nothing() {
     let out = lancet(dir.path(), &["apply", "--check", "edit.txt"]);
     assert_eq!((code(&out), stdout(&out).as_str()), (0, ""));
     write(dir.path(), "miss.txt", &block("app.py", "nope\n", "x\n"));
-    assert_eq!(code(&lancet(dir.path(), &["apply", "--check", "miss.txt"])), 1);
+    assert_eq!(
+        code(&lancet(dir.path(), &["apply", "--check", "miss.txt"])),
+        1
+    );
     assert_eq!(read(dir.path(), "app.py"), APP);
-    assert!(!dir.path().join(".lancet").exists(), "a dry run must not journal");
+    assert!(
+        !dir.path().join(".lancet").exists(),
+        "a dry run must not journal"
+    );
 }
 
 #[test]
@@ -161,16 +224,32 @@ fn failing_multi_file_apply_leaves_every_file_identical() {
     assert_eq!(code(&out), 1);
     let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v["written"], false);
-    let statuses: Vec<&str> = v["files"].as_array().unwrap().iter().map(|f| f["status"].as_str().unwrap()).collect();
+    let statuses: Vec<&str> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["status"].as_str().unwrap())
+        .collect();
     assert_eq!(statuses, ["modified", "created", "failed"]);
-    assert!(v["message"].as_str().unwrap().contains("Nothing was written"));
-    assert_eq!(std::fs::read(dir.path().join("a.txt")).unwrap(), crlf.as_bytes());
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("Nothing was written")
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("a.txt")).unwrap(),
+        crlf.as_bytes()
+    );
     assert_eq!(read(dir.path(), "b.py"), APP);
     assert!(!dir.path().join("new").exists());
     // With --partial the edits that apply are written.
     let out = lancet(dir.path(), &["apply", "--partial", "edit.txt"]);
     assert_eq!(code(&out), 1);
-    assert_eq!(std::fs::read(dir.path().join("a.txt")).unwrap(), b"one\r\nTWO\r\nthree");
+    assert_eq!(
+        std::fs::read(dir.path().join("a.txt")).unwrap(),
+        b"one\r\nTWO\r\nthree"
+    );
     assert_eq!(read(dir.path(), "new/c.txt"), "created\n");
     assert_eq!(read(dir.path(), "b.py"), APP);
 }
@@ -183,13 +262,22 @@ fn path_escapes_are_refused() {
     write(base.path(), "outside.txt", "secret\n");
     #[cfg(unix)]
     std::os::unix::fs::symlink(base.path(), root.join("link")).unwrap();
-    for path in ["../outside.txt", "/etc/hostname", "link/outside.txt", ".lancet/x"] {
+    for path in [
+        "../outside.txt",
+        "/etc/hostname",
+        "link/outside.txt",
+        ".lancet/x",
+    ] {
         write(&root, "edit.txt", &block(path, "secret\n", "pwned\n"));
         let out = lancet(&root, &["apply", "--json", "edit.txt"]);
         assert_eq!(code(&out), 1, "{path}: {}", stdout(&out));
         let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
         assert_eq!(v["files"][0]["edits"][0]["status"], "invalid", "{path}");
-        assert!(v["message"].as_str().unwrap().contains("refused"), "{path}: {}", v["message"]);
+        assert!(
+            v["message"].as_str().unwrap().contains("refused"),
+            "{path}: {}",
+            v["message"]
+        );
     }
     assert_eq!(read(base.path(), "outside.txt"), "secret\n");
 }
@@ -198,14 +286,29 @@ fn path_escapes_are_refused() {
 fn undo_restores_the_last_apply() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "app.py", APP);
-    write(dir.path(), "e1.txt", &[block("app.py", "    return 1\n", "    return 11\n"), block("n.txt", "", "new\n")].concat());
+    write(
+        dir.path(),
+        "e1.txt",
+        &[
+            block("app.py", "    return 1\n", "    return 11\n"),
+            block("n.txt", "", "new\n"),
+        ]
+        .concat(),
+    );
     assert_eq!(code(&lancet(dir.path(), &["apply", "e1.txt"])), 0);
-    write(dir.path(), "e2.txt", &block("app.py", "    return 2\n", "    return 22\n"));
+    write(
+        dir.path(),
+        "e2.txt",
+        &block("app.py", "    return 2\n", "    return 22\n"),
+    );
     assert_eq!(code(&lancet(dir.path(), &["apply", "e2.txt"])), 0);
     let out = lancet(dir.path(), &["undo"]);
     assert_eq!(code(&out), 0);
     assert!(stdout(&out).contains("restored app.py"));
-    assert_eq!(read(dir.path(), "app.py"), APP.replace("return 1\n", "return 11\n"));
+    assert_eq!(
+        read(dir.path(), "app.py"),
+        APP.replace("return 1\n", "return 11\n")
+    );
     let out = lancet(dir.path(), &["undo", "-C", "."]);
     assert_eq!(code(&out), 0);
     assert!(stdout(&out).contains("removed n.txt"), "{}", stdout(&out));
@@ -220,7 +323,11 @@ fn undo_restores_the_last_apply() {
 fn undo_refuses_when_the_file_changed_since() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "app.py", APP);
-    write(dir.path(), "e.txt", &block("app.py", "    return 1\n", "    return 11\n"));
+    write(
+        dir.path(),
+        "e.txt",
+        &block("app.py", "    return 1\n", "    return 11\n"),
+    );
     assert_eq!(code(&lancet(dir.path(), &["apply", "e.txt"])), 0);
     write(dir.path(), "app.py", "edited by hand\n");
     let out = lancet(dir.path(), &["undo"]);
@@ -239,7 +346,10 @@ fn binary_and_latin1_files_are_refused_untouched() {
         assert_eq!(code(&out), 1);
         assert!(stderr(&out).contains(words), "{}", stderr(&out));
     }
-    assert_eq!(std::fs::read(dir.path().join("l1.txt")).unwrap(), b"caf\xe9\nx = 1\n");
+    assert_eq!(
+        std::fs::read(dir.path().join("l1.txt")).unwrap(),
+        b"caf\xe9\nx = 1\n"
+    );
 }
 
 #[test]
@@ -264,7 +374,10 @@ fn view_and_formats() {
     let out = lancet(dir.path(), &["view", "app.py", "--lines", "4:5"]);
     assert_eq!(code(&out), 0);
     assert_eq!(stdout(&out), "4 | def g():\n5 |     return 2\n");
-    assert_eq!(code(&lancet(dir.path(), &["view", "app.py", "--lines", "5:4"])), 2);
+    assert_eq!(
+        code(&lancet(dir.path(), &["view", "app.py", "--lines", "5:4"])),
+        2
+    );
     let out = lancet(dir.path(), &["formats"]);
     assert!(stdout(&out).starts_with("search-replace"));
     let out = lancet(dir.path(), &["formats", "search-replace"]);

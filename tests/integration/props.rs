@@ -53,7 +53,7 @@ fn apply_text(doc: &Document, text: &str) -> Option<Document> {
         exists: true,
         matching: &MatchOptions::default(),
     };
-    let out = lancet::resolve_file(doc, &ops, &ctx, false, &mut reports)?;
+    let out = lancet::resolve_file(doc, &ops, &ctx, false, &mut reports);
     reports.iter().all(|r| r.status.is_ok()).then_some(out)
 }
 

@@ -164,7 +164,6 @@ fn apply(args: ApplyArgs) -> u8 {
         .any(|f| matches!(f.error, Some(lancet::EditError::Unreadable { .. })));
     let diff_text: String = plan
         .diffs()
-        .iter()
         .map(|(path, before, after)| unified(path, path, before, after, 3))
         .collect();
     let write = !args.dry_run && !args.check;

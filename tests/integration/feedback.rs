@@ -1,0 +1,284 @@
+//! Snapshot tests of every message kind `lancet::feedback` writes (insta).
+//!
+//! The words a model reads are part of the product: a change of wording shows
+//! up here as a snapshot diff to review (`cargo insta review`), never as a
+//! silent change. Messages come from real applies in temporary workspaces
+//! where a real input can produce them, and from the feedback functions
+//! directly for the rest (I/O failures, parse errors).
+
+use lancet::{ApplyOptions, EditError, Format, ParseError, Workspace, feedback, plan};
+
+const APP: &str = "\
+def create_user(name):
+    record = build(name)
+    return save(record)
+
+def create_usar(name):
+    record = build(name)
+    return save(record)
+
+def total(items):
+    \"\"\"Sum the items\u{2019} prices \u{2014} in cents.\"\"\"
+    result = 0
+    for item in items:
+        result += item.price
+    return result
+";
+
+/// Applies `edits` to a workspace holding `app.py` = [`APP`] and returns the message.
+fn message_with(edits: &str, opts: &ApplyOptions) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("app.py"), APP).unwrap();
+    std::fs::write(dir.path().join("bin.dat"), b"\x00\x01binary").unwrap();
+    std::fs::write(dir.path().join("latin1.txt"), b"caf\xe9\n").unwrap();
+    let ws = Workspace::open(dir.path()).unwrap();
+    let patch = Format::SearchReplace.parse(edits).unwrap();
+    plan(&ws, &patch, opts).into_report().message
+}
+
+fn message(edits: &str) -> String {
+    message_with(edits, &ApplyOptions::default())
+}
+
+fn block(path: &str, search: &str, replace: &str) -> String {
+    format!("{path}\n<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n")
+}
+
+#[test]
+fn applied_at_each_tier() {
+    let exact = block("app.py", "    result = 0\n", "    result = 0.0\n");
+    let whitespace = block("app.py", "    result  =  0   \n", "    result = 0.0\n");
+    let indent = block(
+        "app.py",
+        "for item in items:\n    result += item.price\n",
+        "for item in items:\n    if item:\n        result += item.price\n",
+    );
+    let unicode = block(
+        "app.py",
+        "    \"\"\"Sum the items' prices - in cents.\"\"\"\n    result = 0\n",
+        "    \"\"\"Sum the items' prices - in cents.\"\"\"\n    result = 1\n",
+    );
+    let fuzzy = block(
+        "app.py",
+        "    for itme in items:\n        result += item.price\n    return result\n",
+        "    for item in items:\n        result += item.cost\n    return result\n",
+    );
+    insta::assert_snapshot!("applied_exact", message(&exact));
+    insta::assert_snapshot!("applied_whitespace", message(&whitespace));
+    insta::assert_snapshot!("applied_indent", message(&indent));
+    insta::assert_snapshot!("applied_unicode", message(&unicode));
+    insta::assert_snapshot!("applied_fuzzy", message(&fuzzy));
+}
+
+#[test]
+fn already_applied_and_noop() {
+    let already = block("app.py", "    return 0\n", "    result = 0\n");
+    let noop = block("app.py", "    result = 0\n", "    result = 0\n");
+    insta::assert_snapshot!("already_applied", message(&already));
+    insta::assert_snapshot!("noop", message(&noop));
+}
+
+#[test]
+fn not_found_with_nearest_lines() {
+    let edit = block(
+        "app.py",
+        "def total(things):\n    result = 0\n    for thing in things:\n",
+        "def total(things):\n    result = 1\n    for thing in things:\n",
+    );
+    insta::assert_snapshot!("not_found_nearest", message(&edit));
+    let nothing = block(
+        "app.py",
+        "class Unrelated:\n    pass\n",
+        "class Unrelated:\n    x = 1\n",
+    );
+    insta::assert_snapshot!("not_found_nothing_similar", message(&nothing));
+}
+
+#[test]
+fn not_found_after_another_edit() {
+    let edits = [
+        block("app.py", "    result = 0\n", "    result = start\n"),
+        block(
+            "app.py",
+            "    result = start\n",
+            "    result = start or 0\n",
+        ),
+    ]
+    .concat();
+    insta::assert_snapshot!("not_found_depends_on_earlier", message(&edits));
+}
+
+#[test]
+fn ambiguous_and_conflict() {
+    let ambiguous = block(
+        "app.py",
+        "    record = build(name)\n    return save(record)\n",
+        "    record = build(name, 1)\n    return save(record)\n",
+    );
+    insta::assert_snapshot!("ambiguous", message(&ambiguous));
+    let conflict = [
+        block(
+            "app.py",
+            "    result = 0\n    for item in items:\n",
+            "    result = 1\n    for item in items:\n",
+        ),
+        block("app.py", "    result = 0\n", "    result = 2\n"),
+    ]
+    .concat();
+    // Overlapping SEARCH text that changes different lines is not a conflict.
+    let disjoint = [
+        block(
+            "app.py",
+            "    result = 0\n    for item in items:\n",
+            "    result = 1\n    for item in items:\n",
+        ),
+        block(
+            "app.py",
+            "    for item in items:\n        result += item.price\n",
+            "    for item in items:\n        result -= item.price\n",
+        ),
+    ]
+    .concat();
+    insta::assert_snapshot!("overlapping_search_disjoint_changes", message(&disjoint));
+    insta::assert_snapshot!("conflict", message(&conflict));
+}
+
+#[test]
+fn refusals() {
+    insta::assert_snapshot!(
+        "lazy_placeholder",
+        message(&block(
+            "app.py",
+            "    result = 0\n",
+            "    # ... existing code ...\n    result = 1\n"
+        ))
+    );
+    insta::assert_snapshot!(
+        "empty_search_on_existing",
+        message(&block("app.py", "", "new\n"))
+    );
+    insta::assert_snapshot!("blank_search", message(&block("app.py", "   \n", "x\n")));
+    insta::assert_snapshot!(
+        "elision_mismatch",
+        message(&block(
+            "app.py",
+            "def total(items):\n...\n    return result\n",
+            "def total(items):\n    return 0\n"
+        ))
+    );
+    insta::assert_snapshot!(
+        "elided_piece_ambiguous",
+        message(&block(
+            "app.py",
+            "    record = build(name)\n...\n",
+            "    record = build(name, 2)\n...\n"
+        ))
+    );
+    insta::assert_snapshot!(
+        "no_path",
+        message("<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n")
+    );
+    insta::assert_snapshot!(
+        "file_missing",
+        message(&block("missing.py", "x = 1\n", "x = 2\n"))
+    );
+    insta::assert_snapshot!(
+        "path_refused",
+        message(&block("../escape.py", "x = 1\n", "x = 2\n"))
+    );
+    insta::assert_snapshot!("binary_file", message(&block("bin.dat", "x\n", "y\n")));
+    insta::assert_snapshot!("not_utf8", message(&block("latin1.txt", "caf\n", "cafe\n")));
+}
+
+#[test]
+fn batch_summaries() {
+    let edits = [
+        block("app.py", "    result = 0\n", "    result = 1\n"),
+        block("app.py", "    return nothing\n", "    return None\n"),
+        block("app.py", "    return result\n", "    return result * 2\n"),
+    ]
+    .concat();
+    insta::assert_snapshot!("nothing_written", message(&edits));
+    let mut partial = ApplyOptions::default();
+    partial.partial = true;
+    insta::assert_snapshot!("partial", message_with(&edits, &partial));
+}
+
+#[test]
+fn warnings() {
+    let numbered = block(
+        "app.py",
+        "10 |     result = 0\n11 |     for item in items:\n",
+        "10 |     result = 1\n11 |     for item in items:\n",
+    );
+    insta::assert_snapshot!("warning_stripped_line_numbers", message(&numbered));
+    let hinted = "app.py\n<<<<<<< SEARCH\n:start_line: 6\n-------\n    record = build(name)\n=======\n    record = build(name, admin=True)\n>>>>>>> REPLACE\n";
+    insta::assert_snapshot!("warning_chosen_by_hint", message(hinted));
+    // SEARCH stops after `for`, mid-line: substring semantics.
+    let partial_line = block(
+        "app.py",
+        "    result = 0\n    for\n",
+        "    result = 0.0\n    for\n",
+    );
+    insta::assert_snapshot!("warning_partial_line", message(&partial_line));
+    let elided = block(
+        "app.py",
+        "def total(items):\n...\n    return result\n",
+        "def total(items):\n...\n    return round(result, 2)\n",
+    );
+    insta::assert_snapshot!("warning_elided", message(&elided));
+}
+
+#[test]
+fn direct_messages() {
+    let stale = feedback::edit_error("app.py", &EditError::Stale, None);
+    let unreadable = feedback::edit_error(
+        "app.py",
+        &EditError::Unreadable {
+            kind: std::io::ErrorKind::PermissionDenied,
+        },
+        None,
+    );
+    let bounded = feedback::edit_error(
+        "big.py",
+        &EditError::NotFound {
+            nearest: Vec::new(),
+            bounded: true,
+            after_edit: None,
+        },
+        None,
+    );
+    let count = feedback::edit_error(
+        "app.py",
+        &EditError::CountMismatch {
+            expected: 3,
+            found: 2,
+            candidates: Vec::new(),
+        },
+        None,
+    );
+    let utf16 = feedback::edit_error(
+        "w.txt",
+        &EditError::Undecodable(lancet::DecodeError::Utf16 { big_endian: false }),
+        None,
+    );
+    insta::assert_snapshot!(
+        "direct_errors",
+        [stale, unreadable, bounded, count, utf16].join("\n---\n")
+    );
+    let parse: Vec<String> = [
+        ParseError::Unterminated { line: 3 },
+        ParseError::MissingDivider { line: 7 },
+        ParseError::StrayMarker { line: 9 },
+        ParseError::NoEdits,
+        ParseError::BadArguments {
+            field: "old_string".into(),
+            expected: "a string",
+        },
+        ParseError::Unrecognised,
+    ]
+    .iter()
+    .map(|e| feedback::parse_error(e, Some("search-replace")))
+    .collect();
+    insta::assert_snapshot!("parse_errors", parse.join("\n---\n"));
+}
