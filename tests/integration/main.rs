@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cli;
+mod engine;
 mod feedback;
 mod fixtures;
 mod layout;

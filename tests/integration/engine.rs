@@ -1,0 +1,102 @@
+//! The library API beyond what the CLI exposes: sequential mode, staleness,
+//! format detection, tool-call parsing, and the no-IO core.
+
+use lancet::{
+    ApplyOptions, Document, EditStatus, Format, MatchOptions, ResolveContext, Workspace,
+    content_hash, plan,
+};
+
+fn ws_with(files: &[(&str, &str)]) -> (tempfile::TempDir, Workspace) {
+    let dir = tempfile::tempdir().unwrap();
+    for (p, t) in files {
+        std::fs::write(dir.path().join(p), t).unwrap();
+    }
+    let ws = Workspace::open(dir.path()).unwrap();
+    (dir, ws)
+}
+
+const TWO_STEPS: &str = "a.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n\
+a.py\n<<<<<<< SEARCH\nx = 2\n=======\nx = 3\n>>>>>>> REPLACE\n";
+
+/// Scenario 22: an edit whose text exists only after the previous edit is
+/// refused in snapshot mode (with a message naming the edit it depends on)
+/// and applied in sequential mode.
+#[test]
+fn sequential_mode_applies_dependent_edits() {
+    let (dir, ws) = ws_with(&[("a.py", "x = 1\n")]);
+    let patch = Format::SearchReplace.parse(TWO_STEPS).unwrap();
+    let snapshot = plan(&ws, &patch, &ApplyOptions::default());
+    assert!(!snapshot.report().ok);
+    assert!(snapshot.report().message.contains("only appears once edit 1 is applied"));
+    let mut opts = ApplyOptions::default();
+    opts.sequential = true;
+    let report = plan(&ws, &patch, &opts).commit(&ws).unwrap();
+    assert!(report.ok, "{}", report.message);
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.py")).unwrap(), "x = 3\n");
+}
+
+/// Scenario 48: a file changed since it was read is stale; after lancet's own
+/// write, the hash it reports for the new content is the one on disk, so the
+/// next edit is not falsely stale.
+#[test]
+fn staleness_by_content_hash() {
+    let (dir, ws) = ws_with(&[("a.py", "x = 1\n")]);
+    let read_hash = ws.read("a.py").unwrap().unwrap().hash;
+    std::fs::write(dir.path().join("a.py"), "x = 1\n# formatter was here\n").unwrap();
+    let patch = Format::SearchReplace
+        .parse("a.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 9\n>>>>>>> REPLACE\n")
+        .unwrap();
+    let mut opts = ApplyOptions::default();
+    opts.expected_hashes.insert("a.py".into(), read_hash);
+    let report = plan(&ws, &patch, &opts).into_report();
+    assert_eq!(report.files[0].edits[0].status, EditStatus::Stale);
+    assert!(report.message.contains("changed on disk since it was read"));
+    // Read again: fresh hash, and the edit applies; the new content's hash is what is on disk.
+    let fresh = ws.read("a.py").unwrap().unwrap().hash;
+    opts.expected_hashes.insert("a.py".into(), fresh);
+    let report = plan(&ws, &patch, &opts).commit(&ws).unwrap();
+    assert!(report.ok);
+    let on_disk = std::fs::read(dir.path().join("a.py")).unwrap();
+    assert_eq!(ws.read("a.py").unwrap().unwrap().hash, content_hash(&on_disk));
+}
+
+#[test]
+fn detects_formats() {
+    assert_eq!(Format::detect("prose\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n"), Some(Format::SearchReplace));
+    assert_eq!(Format::detect(r#"{"path": "a", "old_string": "x", "new_string": "y"}"#), Some(Format::SearchReplace));
+    assert_eq!(Format::detect("just prose"), None);
+}
+
+/// The tool-call form: `old_string` is a literal substring; `replace_all` and
+/// `expected_replacements` count occurrences; `$` sequences stay literal.
+#[test]
+fn tool_call_form() {
+    let (dir, ws) = ws_with(&[("a.js", "let a = foo(1);\nlet b = foo(2);\n")]);
+    let args = serde_json::json!({"path": "a.js", "old_string": "foo(", "new_string": "bar($1, ", "replace_all": true});
+    let patch = Format::SearchReplace.parse_tool_call(&args).unwrap();
+    let report = plan(&ws, &patch, &ApplyOptions::default()).commit(&ws).unwrap();
+    assert!(report.ok, "{}", report.message);
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.js")).unwrap(), "let a = bar($1, 1);\nlet b = bar($1, 2);\n");
+    let args = serde_json::json!({"path": "a.js", "old_string": "bar(", "new_string": "baz(", "expected_replacements": 3});
+    let patch = Format::SearchReplace.parse_tool_call(&args).unwrap();
+    let report = plan(&ws, &patch, &ApplyOptions::default()).into_report();
+    assert_eq!(report.files[0].edits[0].status, EditStatus::Ambiguous);
+    assert!(report.message.contains("expected 3 replacements"), "{}", report.message);
+    let bad = serde_json::json!({"path": "a.js", "old_string": 3});
+    assert!(Format::SearchReplace.parse_tool_call(&bad).is_err());
+}
+
+/// The core is pure: resolving and applying need no workspace.
+#[test]
+fn resolves_without_io() {
+    let doc = Document::from_text("fn main() {\r\n    println!(\"hi\");\r\n}\r\n");
+    let patch = Format::SearchReplace
+        .parse("<<<<<<< SEARCH\nprintln!(\"hi\");\n=======\nprintln!(\"hello\");\neprintln!(\"bye\");\n>>>>>>> REPLACE\n")
+        .unwrap();
+    let ops = patch.ops();
+    let mut reports = vec![lancet::EditReport::new(0, 1)];
+    let ctx = ResolveContext { exists: true, matching: &MatchOptions::default() };
+    let out = lancet::resolve_file(&doc, &ops, &ctx, false, &mut reports);
+    assert_eq!(reports[0].tier, Some(lancet::Tier::Indent));
+    assert_eq!(out.text(), "fn main() {\r\n    println!(\"hello\");\r\n    eprintln!(\"bye\");\r\n}\r\n");
+}
