@@ -387,6 +387,10 @@ fn explain_dependencies(
     resolved: &[Option<Resolution>],
     reports: &mut [EditReport],
 ) {
+    // Each check re-resolves an edit; keep the cost bounded on very large batches.
+    if ops.len() > 64 {
+        return;
+    }
     for k in 0..ops.len() {
         if !matches!(
             reports[k].error,

@@ -50,6 +50,14 @@ fn list(items: &[String]) -> String {
     }
 }
 
+fn list_or(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} or {}", init.join(", "), last),
+    }
+}
+
 fn tier_note(tier: Tier, similarity: Option<f64>) -> Option<String> {
     Some(match tier {
         Tier::Exact | Tier::Anchor => return None,
@@ -213,6 +221,14 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>) -> String {
                 "SEARCH matches {} places in {path}{how}: lines {}. Nothing was guessed. Add lines above or below so the text is unique, or put `:start_line: N` on the line after the SEARCH marker.",
                 candidates.len(),
                 list(&candidate_ranges(candidates))
+            );
+        }
+        EditError::AmbiguousDivider { lines: dividers } => {
+            let at: Vec<String> = dividers.iter().map(ToString::to_string).collect();
+            let _ = write!(
+                out,
+                "the block has several `=======` lines, and splitting it at input line {} gives text found in {path} each time. Write the `=======` lines that are file content as `\\=======`.",
+                list_or(&at)
             );
         }
         EditError::CountMismatch {

@@ -103,6 +103,10 @@ pub struct MatchOptions {
     pub fuzzy_min_chars: usize,
     /// Levenshtein cells the fuzzy tier may spend on brute force before it gives up.
     pub work_budget: u64,
+    /// Whether a failure scores the nearest places (for feedback). Callers
+    /// that only probe (is this text here?) turn it off: it is the costly part
+    /// of a failure.
+    pub nearest: bool,
 }
 
 impl Default for MatchOptions {
@@ -114,6 +118,7 @@ impl Default for MatchOptions {
             fuzzy_margin: 0.05,
             fuzzy_min_chars: 12,
             work_budget: 40_000_000,
+            nearest: true,
         }
     }
 }
@@ -809,6 +814,12 @@ fn nearest_failure(
     hint: Option<usize>,
     opts: &MatchOptions,
 ) -> MatchError {
+    if !opts.nearest {
+        return MatchError::NotFound {
+            nearest: Vec::new(),
+            bounded: false,
+        };
+    }
     if pin.nb.is_empty() {
         return MatchError::NotFound {
             nearest: Vec::new(),

@@ -154,6 +154,13 @@ pub enum EditError {
         /// The places.
         candidates: Vec<Candidate>,
     },
+    /// A block with several `=======` lines can be split more than one way,
+    /// and more than one way matches the file.
+    #[error("ambiguous divider")]
+    AmbiguousDivider {
+        /// 1-based input lines of the dividers whose splits match.
+        lines: Vec<usize>,
+    },
     /// The number of matches differs from what the edit expected.
     #[error("expected {expected} matches, found {found}")]
     CountMismatch {
@@ -216,7 +223,9 @@ impl EditError {
     pub fn status(&self) -> EditStatus {
         match self {
             EditError::NotFound { .. } | EditError::FileMissing => EditStatus::NotFound,
-            EditError::Ambiguous { .. } | EditError::CountMismatch { .. } => EditStatus::Ambiguous,
+            EditError::Ambiguous { .. }
+            | EditError::CountMismatch { .. }
+            | EditError::AmbiguousDivider { .. } => EditStatus::Ambiguous,
             EditError::Conflict { .. } => EditStatus::Conflict,
             EditError::Stale => EditStatus::Stale,
             EditError::ElidedPiece { inner, .. } => inner.status(),

@@ -52,6 +52,8 @@ pub struct Block {
     pub fragment: Option<(String, String)>,
     /// 1-based input line of the opening marker (0 for JSON).
     pub source_line: usize,
+    /// 1-based input line of the divider that splits `search` from `replace` (0 for JSON).
+    pub divider: usize,
 }
 
 // ------------------------------------------------------------------ markers
@@ -272,6 +274,7 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
             expected: None,
             fragment: None,
             source_line: open + 1,
+            divider: dividers[0] + 1,
         };
         push_edit(&mut changes, current.clone(), EditOp::SearchReplace(block));
         i = close + 1;
@@ -362,6 +365,7 @@ fn parse_json(args: &Value) -> Result<Patch, ParseError> {
                 expected,
                 fragment: Some((old, new)),
                 source_line: 0,
+                divider: 0,
             })
         };
     let blocks = match obj.get("edits") {
@@ -712,6 +716,7 @@ fn already_applied(
     }
     let strict = MatchOptions {
         max_tier: Tier::Indent.min(opts.max_tier),
+        nearest: false,
         ..opts.clone()
     };
     let m = matcher::locate(doc, replace, None, &strict).ok()?;
@@ -722,6 +727,57 @@ fn already_applied(
     Some(r)
 }
 
+/// How much REPLACE resembles SEARCH (0–1): the share of lines a line diff keeps.
+/// A model's REPLACE is its SEARCH with a few lines changed, so the right way
+/// to split a block with several `=======` lines is the one that scores highest.
+fn kinship(search: &[String], replace: &[String]) -> f64 {
+    let kept = ops_from_diff(search, replace)
+        .iter()
+        .filter(|op| matches!(op, splice::Op::Keep(_)))
+        .count();
+    let total = search.len() + replace.len();
+    if total == 0 {
+        1.0
+    } else {
+        2.0 * kept as f64 / total as f64
+    }
+}
+
+/// Refuses a REPLACE with a lazy placeholder that its SEARCH does not have.
+fn check_placeholder(search: &[String], replace: &[String]) -> Result<(), EditError> {
+    match replace
+        .iter()
+        .find(|l| is_placeholder(l) && !search.contains(l))
+    {
+        Some(p) => Err(EditError::LazyPlaceholder {
+            text: p.trim().to_owned(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Picks among the splits of a block that matched: the only one, or the one
+/// whose REPLACE clearly resembles its SEARCH most (by 0.2); else refuses.
+fn choose_split(
+    splits: &[(&[String], &[String], Option<usize>)],
+    mut hits: Vec<(Resolution, usize, f64)>,
+) -> Result<Option<Resolution>, EditError> {
+    hits.sort_by(|a, b| b.2.total_cmp(&a.2));
+    let pick = match hits.as_slice() {
+        [] => return Ok(None),
+        [_] => 0,
+        [best, second, ..] if best.2 - second.2 >= 0.2 => 0,
+        several => {
+            return Err(EditError::AmbiguousDivider {
+                lines: several.iter().filter_map(|h| splits[h.1].2).collect(),
+            });
+        }
+    };
+    let (res, k, _) = hits.swap_remove(pick);
+    check_placeholder(splits[k].0, splits[k].1)?;
+    Ok(Some(res))
+}
+
 impl SearchReplace {
     fn resolve_block(
         &self,
@@ -730,27 +786,34 @@ impl SearchReplace {
         ctx: &ResolveContext<'_>,
     ) -> Result<Resolution, EditError> {
         let opts = ctx.matching;
-        let search_blank = b.search.iter().all(|l| l.trim().is_empty());
-        if search_blank
-            && b.fragment
-                .as_ref()
-                .is_none_or(|(old, _)| old.trim().is_empty())
-        {
+        let blank = |v: &[String]| v.iter().all(|l| l.trim().is_empty());
+        // The ways to read the block: its first divider, then the others. A split
+        // with an empty SEARCH only counts when it is the only one.
+        let mut splits: Vec<(&[String], &[String], Option<usize>)> =
+            vec![(&b.search[..], &b.replace[..], Some(b.divider))];
+        splits.extend(
+            b.alternatives
+                .iter()
+                .map(|(s, r, l)| (&s[..], &r[..], Some(*l))),
+        );
+        if splits.len() > 1 {
+            splits.retain(|(s, _, _)| !blank(s));
+        }
+        let tool_blank = b
+            .fragment
+            .as_ref()
+            .is_none_or(|(old, _)| old.trim().is_empty());
+        if splits.is_empty() || (splits.len() == 1 && blank(splits[0].0) && tool_blank) {
             return self.resolve_empty_search(b, doc);
         }
-        if let Some(p) = b
-            .replace
-            .iter()
-            .find(|l| is_placeholder(l) && !b.search.contains(l))
-        {
-            return Err(EditError::LazyPlaceholder {
-                text: p.trim().to_owned(),
-            });
-        }
-        if b.search == b.replace && b.fragment.as_ref().is_none_or(|(o, n)| o == n) {
-            let mut r = Resolution::status(EditStatus::Noop);
-            r.warnings.push(Warning::IdenticalBlock);
-            return Ok(r);
+        if splits.len() == 1 {
+            let (search, replace, _) = splits[0];
+            check_placeholder(search, replace)?;
+            if search == replace && b.fragment.as_ref().is_none_or(|(o, n)| o == n) {
+                let mut r = Resolution::status(EditStatus::Noop);
+                r.warnings.push(Warning::IdenticalBlock);
+                return Ok(r);
+            }
         }
         if let Some((old, new)) = &b.fragment {
             if let Some(result) = self.resolve_tool_fragment(b, old, new, doc) {
@@ -759,7 +822,7 @@ impl SearchReplace {
         }
         let elisions = |v: &[String]| v.iter().filter(|l| l.trim() == "...").count();
         let (se, re) = (elisions(&b.search), elisions(&b.replace));
-        if se > 0 || re > 0 {
+        if splits.len() == 1 && (se > 0 || re > 0) {
             if se != re {
                 return Err(EditError::ElisionMismatch {
                     search: se,
@@ -770,7 +833,7 @@ impl SearchReplace {
         }
         let hint = b.hint.map(|h| h.saturating_sub(1));
         let multi = b.replace_all || b.expected.is_some_and(|e| e > 1);
-        let attempt = |search: &[String], replace: &[String]| -> Result<Resolution, EditError> {
+        let attempt = |search: &[String], replace: &[String], opts: &MatchOptions| {
             if multi {
                 let found = matcher::locate_all(doc, search, opts).map_err(to_edit_error)?;
                 if let Some(e) = b.expected.filter(|&e| e != found.len()) {
@@ -793,39 +856,79 @@ impl SearchReplace {
                 Ok(r)
             }
         };
-        let first = attempt(&b.search, &b.replace);
-        let not_found = match first {
-            Err(e @ EditError::NotFound { .. }) => e,
-            other => return other,
+        // Each split as written, then with echoed line numbers removed.
+        let variants = |search: &[String], replace: &[String]| {
+            let mut v = vec![(search.to_vec(), replace.to_vec(), false)];
+            if let Some((s, r)) = strip_line_numbers(search, replace) {
+                v.push((s, r, true));
+            }
+            v
         };
-        let mut best_failure = not_found;
-        if let Some((s, r)) = strip_line_numbers(&b.search, &b.replace) {
-            match attempt(&s, &r) {
-                Ok(mut res) => {
-                    res.warnings.push(Warning::StrippedLineNumbers);
-                    return Ok(res);
+        let finish_variant = |mut res: Resolution, stripped: bool, divider: Option<usize>| {
+            if stripped {
+                res.warnings.push(Warning::StrippedLineNumbers);
+            }
+            if let Some(line) = divider {
+                res.warnings.push(Warning::DividerInContent { line });
+            }
+            res
+        };
+        // 1. Every split through the strict tiers (no fuzzy).
+        let strict = MatchOptions {
+            max_tier: opts.max_tier.min(Tier::Unicode),
+            nearest: false,
+            ..opts.clone()
+        };
+        let mut hits: Vec<(Resolution, usize, f64)> = Vec::new();
+        let mut first_error: Option<EditError> = None;
+        for (k, (search, replace, divider)) in splits.iter().enumerate() {
+            for (s, r, stripped) in variants(search, replace) {
+                match attempt(&s, &r, &strict) {
+                    Ok(res) => {
+                        let divider = divider.filter(|_| splits.len() > 1);
+                        hits.push((finish_variant(res, stripped, divider), k, kinship(&s, &r)));
+                        break;
+                    }
+                    Err(EditError::NotFound { .. }) => {}
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                        break;
+                    }
                 }
-                Err(e @ EditError::NotFound { .. }) => best_failure = e,
-                Err(e) => return Err(e),
             }
         }
-        let mut alt_hits = Vec::new();
-        for (s, r, line) in &b.alternatives {
-            if let Ok(mut res) = attempt(s, r) {
-                res.warnings.push(Warning::DividerInContent { line: *line });
-                alt_hits.push(res);
-            }
+        if let Some(res) = choose_split(&splits, hits)? {
+            return Ok(res);
         }
-        if alt_hits.len() == 1 {
-            return Ok(alt_hits.remove(0));
+        if let Some(e) = first_error {
+            return Err(e);
         }
+        // 2. A unique exact substring: SEARCH that starts or ends mid-line.
         if let Some(res) = self.resolve_text_fragment(b, doc)? {
             return Ok(res);
         }
+        // 3. Already there: checked before the fuzzy tier, which could otherwise
+        //    land a re-sent block on a similar place elsewhere.
         if let Some(res) = already_applied(doc, &b.search, &b.replace, opts) {
             return Ok(res);
         }
-        Err(best_failure)
+        // 4. The fuzzy tier, on the first split as written and with line numbers removed.
+        let (search, replace, _) = splits[0];
+        let mut failure = None;
+        for (s, r, stripped) in variants(search, replace) {
+            match attempt(&s, &r, opts) {
+                Ok(res) => return Ok(finish_variant(res, stripped, None)),
+                Err(e @ EditError::NotFound { .. }) => {
+                    failure.get_or_insert(e);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(failure.unwrap_or(EditError::NotFound {
+            nearest: Vec::new(),
+            bounded: false,
+            after_edit: None,
+        }))
     }
 
     fn resolve_empty_search(&self, b: &Block, doc: &Document) -> Result<Resolution, EditError> {

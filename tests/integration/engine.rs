@@ -27,12 +27,20 @@ fn sequential_mode_applies_dependent_edits() {
     let patch = Format::SearchReplace.parse(TWO_STEPS).unwrap();
     let snapshot = plan(&ws, &patch, &ApplyOptions::default());
     assert!(!snapshot.report().ok);
-    assert!(snapshot.report().message.contains("only appears once edit 1 is applied"));
+    assert!(
+        snapshot
+            .report()
+            .message
+            .contains("only appears once edit 1 is applied")
+    );
     let mut opts = ApplyOptions::default();
     opts.sequential = true;
     let report = plan(&ws, &patch, &opts).commit(&ws).unwrap();
     assert!(report.ok, "{}", report.message);
-    assert_eq!(std::fs::read_to_string(dir.path().join("a.py")).unwrap(), "x = 3\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.py")).unwrap(),
+        "x = 3\n"
+    );
 }
 
 /// Scenario 48: a file changed since it was read is stale; after lancet's own
@@ -57,13 +65,22 @@ fn staleness_by_content_hash() {
     let report = plan(&ws, &patch, &opts).commit(&ws).unwrap();
     assert!(report.ok);
     let on_disk = std::fs::read(dir.path().join("a.py")).unwrap();
-    assert_eq!(ws.read("a.py").unwrap().unwrap().hash, content_hash(&on_disk));
+    assert_eq!(
+        ws.read("a.py").unwrap().unwrap().hash,
+        content_hash(&on_disk)
+    );
 }
 
 #[test]
 fn detects_formats() {
-    assert_eq!(Format::detect("prose\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n"), Some(Format::SearchReplace));
-    assert_eq!(Format::detect(r#"{"path": "a", "old_string": "x", "new_string": "y"}"#), Some(Format::SearchReplace));
+    assert_eq!(
+        Format::detect("prose\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n"),
+        Some(Format::SearchReplace)
+    );
+    assert_eq!(
+        Format::detect(r#"{"path": "a", "old_string": "x", "new_string": "y"}"#),
+        Some(Format::SearchReplace)
+    );
     assert_eq!(Format::detect("just prose"), None);
 }
 
@@ -74,14 +91,23 @@ fn tool_call_form() {
     let (dir, ws) = ws_with(&[("a.js", "let a = foo(1);\nlet b = foo(2);\n")]);
     let args = serde_json::json!({"path": "a.js", "old_string": "foo(", "new_string": "bar($1, ", "replace_all": true});
     let patch = Format::SearchReplace.parse_tool_call(&args).unwrap();
-    let report = plan(&ws, &patch, &ApplyOptions::default()).commit(&ws).unwrap();
+    let report = plan(&ws, &patch, &ApplyOptions::default())
+        .commit(&ws)
+        .unwrap();
     assert!(report.ok, "{}", report.message);
-    assert_eq!(std::fs::read_to_string(dir.path().join("a.js")).unwrap(), "let a = bar($1, 1);\nlet b = bar($1, 2);\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.js")).unwrap(),
+        "let a = bar($1, 1);\nlet b = bar($1, 2);\n"
+    );
     let args = serde_json::json!({"path": "a.js", "old_string": "bar(", "new_string": "baz(", "expected_replacements": 3});
     let patch = Format::SearchReplace.parse_tool_call(&args).unwrap();
     let report = plan(&ws, &patch, &ApplyOptions::default()).into_report();
     assert_eq!(report.files[0].edits[0].status, EditStatus::Ambiguous);
-    assert!(report.message.contains("expected 3 replacements"), "{}", report.message);
+    assert!(
+        report.message.contains("expected 3 replacements"),
+        "{}",
+        report.message
+    );
     let bad = serde_json::json!({"path": "a.js", "old_string": 3});
     assert!(Format::SearchReplace.parse_tool_call(&bad).is_err());
 }
@@ -95,8 +121,14 @@ fn resolves_without_io() {
         .unwrap();
     let ops = patch.ops();
     let mut reports = vec![lancet::EditReport::new(0, 1)];
-    let ctx = ResolveContext { exists: true, matching: &MatchOptions::default() };
+    let ctx = ResolveContext {
+        exists: true,
+        matching: &MatchOptions::default(),
+    };
     let out = lancet::resolve_file(&doc, &ops, &ctx, false, &mut reports);
     assert_eq!(reports[0].tier, Some(lancet::Tier::Indent));
-    assert_eq!(out.text(), "fn main() {\r\n    println!(\"hello\");\r\n    eprintln!(\"bye\");\r\n}\r\n");
+    assert_eq!(
+        out.text(),
+        "fn main() {\r\n    println!(\"hello\");\r\n    eprintln!(\"bye\");\r\n}\r\n"
+    );
 }

@@ -132,7 +132,10 @@ fn apply(args: ApplyArgs) -> u8 {
     if args.reverse {
         return usage("--reverse applies to unified diffs; the input is in another format");
     }
-    if matches!(args.syntax, Some(cli::SyntaxPolicy::Reject | cli::SyntaxPolicy::Warn)) {
+    if matches!(
+        args.syntax,
+        Some(cli::SyntaxPolicy::Reject | cli::SyntaxPolicy::Warn)
+    ) {
         // Said rather than silently ignored: a script relying on the guard must know.
         eprintln!("lancet: note: --syntax has no effect yet: this build has no syntax guard");
     }
