@@ -257,6 +257,7 @@ fn direct_messages() {
         },
         None,
     );
+    let divider = feedback::edit_error("notes.md", &EditError::AmbiguousDivider { lines: vec![4, 7] }, None);
     let utf16 = feedback::edit_error(
         "w.txt",
         &EditError::Undecodable(lancet::DecodeError::Utf16 { big_endian: false }),
@@ -264,7 +265,7 @@ fn direct_messages() {
     );
     insta::assert_snapshot!(
         "direct_errors",
-        [stale, unreadable, bounded, count, utf16].join("\n---\n")
+        [stale, unreadable, bounded, count, divider, utf16].join("\n---\n")
     );
     let parse: Vec<String> = [
         ParseError::Unterminated { line: 3 },
