@@ -218,7 +218,7 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>) -> String {
             };
             let _ = write!(
                 out,
-                "SEARCH matches {} places in {path}{how}: lines {}. Nothing was guessed. Add lines above or below so the text is unique, or put `:start_line: N` on the line after the SEARCH marker.",
+                "SEARCH matches {} places in {path}{how}: lines {}. Nothing was guessed. Add lines above or below so the text is unique (in a SEARCH/REPLACE block, `:start_line: N` after the SEARCH marker also picks one).",
                 candidates.len(),
                 list(&candidate_ranges(candidates))
             );

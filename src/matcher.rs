@@ -708,13 +708,15 @@ fn voted_windows(
     }
     let top = votes.values().copied().max().unwrap_or(0);
     let floor = (top / 2).max(1);
-    let mut starts: Vec<usize> = votes
+    // The most-voted windows first (ties: earlier first), at most 256 of them.
+    let mut ranked: Vec<(u32, usize)> = votes
         .into_iter()
         .filter(|&(_, v)| v >= floor)
-        .map(|(s, _)| s)
+        .map(|(s, v)| (v, s))
         .collect();
-    starts.sort_unstable();
-    starts.truncate(256);
+    ranked.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    ranked.truncate(256);
+    let mut starts: Vec<usize> = ranked.into_iter().map(|(_, s)| s).collect();
     if let Some(h) = hint {
         // Windows whose first line lies within 40 lines of the hint.
         let lo = hay.nb.partition_point(|&d| d + 40 < h);

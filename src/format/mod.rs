@@ -300,7 +300,11 @@ impl Format {
 /// A JSON object as the whole input: the tool-call form pasted on the command line.
 fn looks_like_tool_json(input: &str) -> bool {
     let t = input.trim();
-    t.starts_with('{') && t.ends_with('}') && t.contains("\"path\"")
+    t.starts_with('{')
+        && t.ends_with('}')
+        && ["\"path\"", "\"file_path\"", "\"filePath\""]
+            .iter()
+            .any(|k| t.contains(k))
 }
 
 /// Lines of a numbered view: `N | text` or `N:text`-free plain numbering, as `lancet view` prints.

@@ -35,13 +35,10 @@ pub struct SearchReplace;
 /// One SEARCH/REPLACE block (or one `old_string`/`new_string` edit).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Block {
-    /// The lines to find.
-    pub search: Vec<String>,
-    /// The lines they become.
-    pub replace: Vec<String>,
-    /// Other ways to split the block when it holds several `=======` lines:
-    /// `(search, replace, 1-based divider line)`.
-    pub alternatives: Vec<(Vec<String>, Vec<String>, usize)>,
+    /// The ways to read the block, preferred first. A block holds one split
+    /// per `=======` line in it: usually one, more when the content itself has
+    /// `=======` lines.
+    pub splits: Vec<Split>,
     /// A 1-based line hint (`:start_line:`).
     pub hint: Option<usize>,
     /// Replace every occurrence (tool-call form).
@@ -52,8 +49,33 @@ pub struct Block {
     pub fragment: Option<(String, String)>,
     /// 1-based input line of the opening marker (0 for JSON).
     pub source_line: usize,
-    /// 1-based input line of the divider that splits `search` from `replace` (0 for JSON).
+}
+
+/// One reading of a block: SEARCH and REPLACE split at one divider.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Split {
+    /// The lines to find.
+    pub search: Vec<String>,
+    /// The lines they become.
+    pub replace: Vec<String>,
+    /// 1-based input line of the divider (0 for JSON).
     pub divider: usize,
+    /// Whether the divider has as many `=` as the opener has `<`.
+    pub marker_match: bool,
+    /// Indices of the `...` elision lines (unescaped) in `search`, then in `replace`.
+    pub elisions: (Vec<usize>, Vec<usize>),
+}
+
+impl Block {
+    /// The preferred reading's SEARCH lines.
+    pub fn search(&self) -> &[String] {
+        &self.splits[0].search
+    }
+
+    /// The preferred reading's REPLACE lines.
+    pub fn replace(&self) -> &[String] {
+        &self.splits[0].replace
+    }
 }
 
 // ------------------------------------------------------------------ markers
@@ -152,7 +174,7 @@ fn path_from(line: &str) -> Option<String> {
     (has_ext || known || t.contains('/')).then(|| t.to_owned())
 }
 
-/// The path named just above the block at `open` (within three lines; fences and blank lines skipped).
+/// The path named just above the block at `open` (within four lines; fences and blank lines skipped).
 fn path_above(lines: &[&str], open: usize) -> Option<String> {
     for i in (open.saturating_sub(4)..open).rev() {
         let line = lines[i];
@@ -205,8 +227,16 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
             i += 1;
             continue;
         };
-        if kind != Marker::Open {
-            return Err(ParseError::StrayMarker { line: i + 1 });
+        match kind {
+            Marker::Open => {}
+            // A lone `=======` outside a block is prose (a Markdown heading underline).
+            Marker::Divider => {
+                i += 1;
+                continue;
+            }
+            // A closer without an opener is a block that lost its start: say so
+            // rather than drop the edit silently.
+            Marker::Close => return Err(ParseError::StrayMarker { line: i + 1 }),
         }
         let open = i;
         if let Some(p) = path_above(&lines, open) {
@@ -250,31 +280,36 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
                 .collect();
             dividers = same_len.into_iter().chain(rest).collect();
         }
-        let split = |d: usize| -> (Vec<String>, Vec<String>) {
-            let mut s: Vec<String> = lines[j..d].iter().map(|l| unescape(l)).collect();
-            let mut r: Vec<String> = lines[d + 1..close].iter().map(|l| unescape(l)).collect();
-            strip_bom(&mut s);
-            strip_bom(&mut r);
-            (s, r)
+        let split = |d: usize| -> Split {
+            // `...` written as `\...` is a literal line, not an elision.
+            let elided = |range: std::ops::Range<usize>| -> Vec<usize> {
+                lines[range.clone()]
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, l)| l.trim() == "...")
+                    .map(|(i, _)| i)
+                    .collect()
+            };
+            let mut search: Vec<String> = lines[j..d].iter().map(|l| unescape(l)).collect();
+            let mut replace: Vec<String> =
+                lines[d + 1..close].iter().map(|l| unescape(l)).collect();
+            strip_bom(&mut search);
+            strip_bom(&mut replace);
+            Split {
+                search,
+                replace,
+                divider: d + 1,
+                marker_match: marker(lines[d]).is_some_and(|(_, n)| n == open_len),
+                elisions: (elided(j..d), elided(d + 1..close)),
+            }
         };
-        let (search, replace) = split(dividers[0]);
-        let alternatives = dividers[1..]
-            .iter()
-            .map(|&d| {
-                let (s, r) = split(d);
-                (s, r, d + 1)
-            })
-            .collect();
         let block = Block {
-            search,
-            replace,
-            alternatives,
+            splits: dividers.iter().map(|&d| split(d)).collect(),
             hint,
             replace_all: false,
             expected: None,
             fragment: None,
             source_line: open + 1,
-            divider: dividers[0] + 1,
         };
         push_edit(&mut changes, current.clone(), EditOp::SearchReplace(block));
         i = close + 1;
@@ -357,15 +392,16 @@ fn parse_json(args: &Value) -> Result<Patch, ParseError> {
                     })? as usize),
                 };
             Ok(Block {
-                search: to_lines(&old),
-                replace: to_lines(&new),
-                alternatives: Vec::new(),
+                splits: vec![Split {
+                    search: to_lines(&old),
+                    replace: to_lines(&new),
+                    ..Split::default()
+                }],
                 hint: None,
                 replace_all,
                 expected,
                 fragment: Some((old, new)),
                 source_line: 0,
-                divider: 0,
             })
         };
     let blocks = match obj.get("edits") {
@@ -424,7 +460,8 @@ pub(crate) fn is_placeholder(line: &str) -> bool {
     if words.trim().is_empty() {
         return true;
     }
-    const KEYS: [&str; 11] = [
+    // Whole words only: "interesting...", "decode..." and "another..." are prose.
+    const KEYS: [&str; 15] = [
         "existing",
         "rest",
         "remaining",
@@ -433,11 +470,19 @@ pub(crate) fn is_placeholder(line: &str) -> bool {
         "previous",
         "omitted",
         "other",
+        "others",
         "code",
-        "as before",
+        "before",
         "keep",
+        "unmodified",
+        "elided",
+        "here",
     ];
-    words.split_whitespace().count() <= 8 && KEYS.iter().any(|k| words.contains(k))
+    let words: Vec<&str> = words
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.len() <= 8 && words.iter().any(|w| KEYS.contains(w))
 }
 
 /// `12 | code` (a numbered view) or `12:ab|code` (a hashline view).
@@ -709,15 +754,15 @@ fn already_applied(
     doc: &Document,
     search: &[String],
     replace: &[String],
-    opts: &MatchOptions,
+    max_tier: Tier,
 ) -> Option<Resolution> {
     if replace.iter().all(|l| l.trim().is_empty()) || !adds_lines(search, replace) {
         return None;
     }
     let strict = MatchOptions {
-        max_tier: Tier::Indent.min(opts.max_tier),
+        max_tier,
         nearest: false,
-        ..opts.clone()
+        ..MatchOptions::default()
     };
     let m = matcher::locate(doc, replace, None, &strict).ok()?;
     let mut r = Resolution::status(EditStatus::AlreadyApplied);
@@ -756,10 +801,23 @@ fn check_placeholder(search: &[String], replace: &[String]) -> Result<(), EditEr
     }
 }
 
-/// Picks among the splits of a block that matched: the only one, or the one
-/// whose REPLACE clearly resembles its SEARCH most (by 0.2); else refuses.
+/// A new file's content.
+fn create(lines: &[String]) -> Resolution {
+    let mut r = Resolution::status(EditStatus::Applied);
+    r.pieces = vec![Piece {
+        range: 0..0,
+        lines: lines.to_vec(),
+    }];
+    r.lines = Some(0..0);
+    r
+}
+
+/// Picks among the splits of a block that matched: the only one; else the one
+/// whose REPLACE clearly resembles its SEARCH most (by 0.2); else, among those
+/// close to the best, the only one whose divider is as long as the opener;
+/// else refuses.
 fn choose_split(
-    splits: &[(&[String], &[String], Option<usize>)],
+    splits: &[&Split],
     mut hits: Vec<(Resolution, usize, f64)>,
 ) -> Result<Option<Resolution>, EditError> {
     hits.sort_by(|a, b| b.2.total_cmp(&a.2));
@@ -768,17 +826,43 @@ fn choose_split(
         [_] => 0,
         [best, second, ..] if best.2 - second.2 >= 0.2 => 0,
         several => {
-            return Err(EditError::AmbiguousDivider {
-                lines: several.iter().filter_map(|h| splits[h.1].2).collect(),
-            });
+            let best = several[0].2;
+            let close: Vec<usize> = (0..several.len())
+                .filter(|&i| best - several[i].2 < 0.2)
+                .collect();
+            let matching: Vec<usize> = close
+                .iter()
+                .copied()
+                .filter(|&i| splits[several[i].1].marker_match)
+                .collect();
+            match matching.as_slice() {
+                [only] => *only,
+                _ => {
+                    let mut lines: Vec<usize> = close
+                        .iter()
+                        .map(|&i| splits[several[i].1].divider)
+                        .collect();
+                    lines.sort_unstable();
+                    return Err(EditError::AmbiguousDivider { lines });
+                }
+            }
         }
     };
     let (res, k, _) = hits.swap_remove(pick);
-    check_placeholder(splits[k].0, splits[k].1)?;
+    check_placeholder(&splits[k].search, &splits[k].replace)?;
     Ok(Some(res))
 }
 
+fn blank(lines: &[String]) -> bool {
+    lines.iter().all(|l| l.trim().is_empty())
+}
+
 impl SearchReplace {
+    /// Resolution order (each step only when the previous found nothing):
+    /// exact tier on every split (and with echoed line numbers removed) →
+    /// already applied, exactly → whitespace, indent and unicode tiers on every
+    /// split → SEARCH as a substring (mid-line start or end) → already applied,
+    /// tolerantly → the fuzzy tier on the preferred split.
     fn resolve_block(
         &self,
         b: &Block,
@@ -786,30 +870,38 @@ impl SearchReplace {
         ctx: &ResolveContext<'_>,
     ) -> Result<Resolution, EditError> {
         let opts = ctx.matching;
-        let blank = |v: &[String]| v.iter().all(|l| l.trim().is_empty());
-        // The ways to read the block: its first divider, then the others. A split
-        // with an empty SEARCH only counts when it is the only one.
-        let mut splits: Vec<(&[String], &[String], Option<usize>)> =
-            vec![(&b.search[..], &b.replace[..], Some(b.divider))];
-        splits.extend(
-            b.alternatives
-                .iter()
-                .map(|(s, r, l)| (&s[..], &r[..], Some(*l))),
-        );
-        if splits.len() > 1 {
-            splits.retain(|(s, _, _)| !blank(s));
-        }
         let tool_blank = b
             .fragment
             .as_ref()
             .is_none_or(|(old, _)| old.trim().is_empty());
-        if splits.is_empty() || (splits.len() == 1 && blank(splits[0].0) && tool_blank) {
-            return self.resolve_empty_search(b, doc);
+        // An empty SEARCH creates an empty or missing file.
+        if doc.is_empty() && tool_blank {
+            if let Some(sp) = b
+                .splits
+                .iter()
+                .find(|sp| sp.search.iter().all(String::is_empty))
+            {
+                return Ok(create(&sp.replace));
+            }
         }
-        if splits.len() == 1 {
-            let (search, replace, _) = splits[0];
-            check_placeholder(search, replace)?;
-            if search == replace && b.fragment.as_ref().is_none_or(|(o, n)| o == n) {
+        let splits: Vec<&Split> = b.splits.iter().filter(|sp| !blank(&sp.search)).collect();
+        if splits.is_empty() && tool_blank {
+            return Err(
+                if b.splits
+                    .iter()
+                    .any(|sp| sp.search.iter().any(|l| !l.is_empty()))
+                {
+                    EditError::BlankSearch
+                } else {
+                    EditError::EmptySearchOnExistingFile
+                },
+            );
+        }
+        let primary: &Split = splits.first().copied().unwrap_or(&b.splits[0]);
+        if splits.len() <= 1 {
+            check_placeholder(&primary.search, &primary.replace)?;
+            if primary.search == primary.replace && b.fragment.as_ref().is_none_or(|(o, n)| o == n)
+            {
                 let mut r = Resolution::status(EditStatus::Noop);
                 r.warnings.push(Warning::IdenticalBlock);
                 return Ok(r);
@@ -820,16 +912,23 @@ impl SearchReplace {
                 return result;
             }
         }
-        let elisions = |v: &[String]| v.iter().filter(|l| l.trim() == "...").count();
-        let (se, re) = (elisions(&b.search), elisions(&b.replace));
+        // `...` lines: piecewise when both sides have the same number; otherwise,
+        // or when the pieces do not match, the lines are taken literally (a
+        // Python `...` body is code), and the elision's error is kept for the report.
+        let mut elision_error = None;
+        let (se, re) = (primary.elisions.0.len(), primary.elisions.1.len());
         if splits.len() == 1 && (se > 0 || re > 0) {
-            if se != re {
-                return Err(EditError::ElisionMismatch {
+            if se == re {
+                match self.resolve_elided(primary, doc, opts) {
+                    Ok(res) => return Ok(res),
+                    Err(e) => elision_error = Some(e),
+                }
+            } else {
+                elision_error = Some(EditError::ElisionMismatch {
                     search: se,
                     replace: re,
                 });
             }
-            return self.resolve_elided(b, doc, opts);
         }
         let hint = b.hint.map(|h| h.saturating_sub(1));
         let multi = b.replace_all || b.expected.is_some_and(|e| e > 1);
@@ -857,14 +956,14 @@ impl SearchReplace {
             }
         };
         // Each split as written, then with echoed line numbers removed.
-        let variants = |search: &[String], replace: &[String]| {
-            let mut v = vec![(search.to_vec(), replace.to_vec(), false)];
-            if let Some((s, r)) = strip_line_numbers(search, replace) {
+        let variants = |sp: &Split| {
+            let mut v = vec![(sp.search.clone(), sp.replace.clone(), false)];
+            if let Some((s, r)) = strip_line_numbers(&sp.search, &sp.replace) {
                 v.push((s, r, true));
             }
             v
         };
-        let finish_variant = |mut res: Resolution, stripped: bool, divider: Option<usize>| {
+        let note = |mut res: Resolution, stripped: bool, divider: Option<usize>| {
             if stripped {
                 res.warnings.push(Warning::StrippedLineNumbers);
             }
@@ -873,80 +972,78 @@ impl SearchReplace {
             }
             res
         };
-        // 1. Every split through the strict tiers (no fuzzy).
-        let strict = MatchOptions {
-            max_tier: opts.max_tier.min(Tier::Unicode),
-            nearest: false,
-            ..opts.clone()
-        };
-        let mut hits: Vec<(Resolution, usize, f64)> = Vec::new();
-        let mut first_error: Option<EditError> = None;
-        for (k, (search, replace, divider)) in splits.iter().enumerate() {
-            for (s, r, stripped) in variants(search, replace) {
-                match attempt(&s, &r, &strict) {
-                    Ok(res) => {
-                        let divider = divider.filter(|_| splits.len() > 1);
-                        hits.push((finish_variant(res, stripped, divider), k, kinship(&s, &r)));
-                        break;
-                    }
-                    Err(EditError::NotFound { .. }) => {}
-                    Err(e) => {
-                        first_error.get_or_insert(e);
-                        break;
+        // Every split through the tiers up to `max`; the error of the first split that
+        // matched ambiguously is kept.
+        let pass = |max: Tier| -> Result<Option<Resolution>, EditError> {
+            let tiers = MatchOptions {
+                max_tier: opts.max_tier.min(max),
+                nearest: false,
+                ..opts.clone()
+            };
+            let mut hits = Vec::new();
+            let mut first_error = None;
+            for (k, sp) in splits.iter().enumerate() {
+                for (s, r, stripped) in variants(sp) {
+                    match attempt(&s, &r, &tiers) {
+                        Ok(res) => {
+                            let divider = (splits.len() > 1).then_some(sp.divider);
+                            hits.push((note(res, stripped, divider), k, kinship(&s, &r)));
+                            break;
+                        }
+                        Err(EditError::NotFound { .. }) => {}
+                        Err(e) => {
+                            first_error.get_or_insert(e);
+                            break;
+                        }
                     }
                 }
             }
-        }
-        if let Some(res) = choose_split(&splits, hits)? {
+            match (choose_split(&splits, hits)?, first_error) {
+                (Some(res), _) => Ok(Some(res)),
+                (None, Some(e)) => Err(e),
+                (None, None) => Ok(None),
+            }
+        };
+        if let Some(res) = pass(Tier::Exact)? {
             return Ok(res);
         }
-        if let Some(e) = first_error {
-            return Err(e);
-        }
-        // 2. A unique exact substring: SEARCH that starts or ends mid-line.
-        if let Some(res) = self.resolve_text_fragment(b, doc)? {
+        // A re-sent block whose REPLACE is in the file word for word is done, even if
+        // a tolerant tier could find its SEARCH (blank-line drift would match it again).
+        if let Some(res) = already_applied(doc, &primary.search, &primary.replace, Tier::Exact) {
             return Ok(res);
         }
-        // 3. Already there: checked before the fuzzy tier, which could otherwise
-        //    land a re-sent block on a similar place elsewhere.
-        if let Some(res) = already_applied(doc, &b.search, &b.replace, opts) {
+        if let Some(res) = pass(Tier::Unicode)? {
             return Ok(res);
         }
-        // 4. The fuzzy tier, on the first split as written and with line numbers removed.
-        let (search, replace, _) = splits[0];
+        check_placeholder(&primary.search, &primary.replace)?;
+        if opts.max_tier > Tier::Exact {
+            if let Some(res) = self.resolve_text_fragment(primary, hint, doc)? {
+                return Ok(res);
+            }
+        }
+        if let Some(res) = already_applied(
+            doc,
+            &primary.search,
+            &primary.replace,
+            Tier::Indent.min(opts.max_tier),
+        ) {
+            return Ok(res);
+        }
         let mut failure = None;
-        for (s, r, stripped) in variants(search, replace) {
+        for (s, r, stripped) in variants(primary) {
             match attempt(&s, &r, opts) {
-                Ok(res) => return Ok(finish_variant(res, stripped, None)),
+                Ok(res) => return Ok(note(res, stripped, None)),
                 Err(e @ EditError::NotFound { .. }) => {
                     failure.get_or_insert(e);
                 }
                 Err(e) => return Err(e),
             }
         }
-        Err(failure.unwrap_or(EditError::NotFound {
+        Err(elision_error.or(failure).unwrap_or(EditError::NotFound {
             nearest: Vec::new(),
             bounded: false,
             after_edit: None,
         }))
-    }
-
-    fn resolve_empty_search(&self, b: &Block, doc: &Document) -> Result<Resolution, EditError> {
-        if b.search.iter().any(|l| !l.is_empty())
-            || b.fragment.as_ref().is_some_and(|(o, _)| !o.is_empty())
-        {
-            return Err(EditError::BlankSearch);
-        }
-        if !doc.is_empty() {
-            return Err(EditError::EmptySearchOnExistingFile);
-        }
-        let mut r = Resolution::status(EditStatus::Applied);
-        r.pieces = vec![Piece {
-            range: 0..0,
-            lines: b.replace.clone(),
-        }];
-        r.lines = Some(0..0);
-        Ok(r)
     }
 
     /// The tool-call form: `old_string` as a literal substring first.
@@ -983,16 +1080,15 @@ impl SearchReplace {
         Some(Ok(resolve_fragment(doc, new, &occ, &joined)))
     }
 
-    /// A text block whose SEARCH starts or ends mid-line: substring semantics, unique only.
+    /// A text block whose SEARCH starts or ends mid-line: substring semantics,
+    /// unique (or picked by the line hint).
     fn resolve_text_fragment(
         &self,
-        b: &Block,
+        sp: &Split,
+        hint: Option<usize>,
         doc: &Document,
     ) -> Result<Option<Resolution>, EditError> {
-        if b.fragment.is_some() || b.search.is_empty() {
-            return Ok(None);
-        }
-        let old = b.search.join("\n");
+        let old = sp.search.join("\n");
         if old.trim().len() < 3 {
             return Ok(None);
         }
@@ -1002,42 +1098,57 @@ impl SearchReplace {
             .match_indices(old.as_str())
             .map(|(i, s)| i..i + s.len())
             .collect();
-        match occ.len() {
-            0 => Ok(None),
-            1 => {
-                let mut r = resolve_fragment(doc, &b.replace.join("\n"), &occ, &joined);
-                r.warnings.push(Warning::PartialLineMatch {
-                    lines: joined.lines_of(&occ[0]),
-                });
-                Ok(Some(r))
-            }
-            _ => Err(EditError::Ambiguous {
-                tier: Tier::Exact,
-                candidates: fragment_candidates(&joined, &occ),
-            }),
-        }
+        let starts: Vec<usize> = occ.iter().map(|o| joined.line_of(o.start)).collect();
+        let chosen = match occ.len() {
+            0 => return Ok(None),
+            1 => 0,
+            _ => match hint.and_then(|h| matcher::pick_by_hint(&starts, h)) {
+                Some(i) => i,
+                None => {
+                    return Err(EditError::Ambiguous {
+                        tier: Tier::Exact,
+                        candidates: fragment_candidates(&joined, &occ),
+                    });
+                }
+            },
+        };
+        let one = std::slice::from_ref(&occ[chosen]);
+        let mut r = resolve_fragment(doc, &sp.replace.join("\n"), one, &joined);
+        r.warnings.push(Warning::PartialLineMatch {
+            lines: joined.lines_of(&occ[chosen]),
+        });
+        Ok(Some(r))
     }
 
-    /// SEARCH and REPLACE split on `...` lines; every SEARCH piece must be unique.
+    /// SEARCH and REPLACE split on their `...` lines; every SEARCH piece must be
+    /// unique, and the pieces must lie in file order.
     fn resolve_elided(
         &self,
-        b: &Block,
+        sp: &Split,
         doc: &Document,
         opts: &MatchOptions,
     ) -> Result<Resolution, EditError> {
-        let split = |v: &[String]| -> Vec<Vec<String>> {
-            v.split(|l| l.trim() == "...")
-                .map(<[String]>::to_vec)
-                .collect()
+        let cut = |v: &[String], at: &[usize]| -> Vec<Vec<String>> {
+            let mut pieces = Vec::new();
+            let mut from = 0;
+            for &i in at {
+                pieces.push(v[from..i].to_vec());
+                from = i + 1;
+            }
+            pieces.push(v[from..].to_vec());
+            pieces
         };
-        let (sp, rp) = (split(&b.search), split(&b.replace));
+        let (sp_pieces, rp_pieces) = (
+            cut(&sp.search, &sp.elisions.0),
+            cut(&sp.replace, &sp.elisions.1),
+        );
         let mut pieces = Vec::new();
         let mut span: Option<Range<usize>> = None;
         let mut worst_tier = Tier::Exact;
         let mut min_sim: f64 = 1.0;
-        for (k, (s, r)) in sp.iter().zip(&rp).enumerate() {
-            if s.iter().all(|l| l.trim().is_empty()) {
-                if r.iter().all(|l| l.trim().is_empty()) {
+        for (k, (s, r)) in sp_pieces.iter().zip(&rp_pieces).enumerate() {
+            if blank(s) {
+                if blank(r) {
                     continue;
                 }
                 return Err(EditError::ElidedPiece {
@@ -1049,11 +1160,23 @@ impl SearchReplace {
                 piece: k,
                 inner: Box::new(to_edit_error(e)),
             })?;
+            if span.as_ref().is_some_and(|sp| m.range.start < sp.end) {
+                // A piece before the previous one: the `...` would skip backwards.
+                return Err(EditError::ElidedPiece {
+                    piece: k,
+                    inner: Box::new(EditError::NotFound {
+                        nearest: vec![Candidate {
+                            range: m.range.clone(),
+                            similarity: m.similarity,
+                        }],
+                        bounded: false,
+                        after_edit: None,
+                    }),
+                });
+            }
             worst_tier = worst_tier.max(m.tier);
             min_sim = min_sim.min(m.similarity);
-            span = Some(span.map_or(m.range.clone(), |sp| {
-                sp.start.min(m.range.start)..sp.end.max(m.range.end)
-            }));
+            span = Some(span.map_or(m.range.clone(), |sp| sp.start..m.range.end));
             pieces.extend(splice::splice(doc, s, &m, &ops_from_diff(s, r)));
         }
         let mut res = finish(
@@ -1063,7 +1186,9 @@ impl SearchReplace {
             Some(min_sim),
             span.unwrap_or(0..0),
         );
-        res.warnings.push(Warning::Elided { pieces: sp.len() });
+        res.warnings.push(Warning::Elided {
+            pieces: sp_pieces.len(),
+        });
         Ok(res)
     }
 }

@@ -257,7 +257,11 @@ fn direct_messages() {
         },
         None,
     );
-    let divider = feedback::edit_error("notes.md", &EditError::AmbiguousDivider { lines: vec![4, 7] }, None);
+    let divider = feedback::edit_error(
+        "notes.md",
+        &EditError::AmbiguousDivider { lines: vec![4, 7] },
+        None,
+    );
     let utf16 = feedback::edit_error(
         "w.txt",
         &EditError::Undecodable(lancet::DecodeError::Utf16 { big_endian: false }),

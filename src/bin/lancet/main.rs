@@ -55,6 +55,16 @@ fn usage(msg: &str) -> u8 {
     status::USAGE
 }
 
+/// Input no format could parse: exit 2, with the report object under `--json`.
+fn malformed(msg: &str, json: bool) -> u8 {
+    if json {
+        let v = serde_json::json!({"ok": false, "written": false, "files": [], "message": msg});
+        println!("{v}");
+        return status::USAGE;
+    }
+    usage(msg)
+}
+
 fn open_root(root: &Path) -> Result<Workspace, u8> {
     Workspace::open(root).map_err(|e| match e {
         WorkspaceError::Io { .. } => {
@@ -110,8 +120,8 @@ fn apply(args: ApplyArgs) -> u8 {
         FormatChoice::Auto => match Format::detect(&input) {
             Some(f) => f,
             None => {
-                let e = lancet::ParseError::Unrecognised;
-                return usage(&feedback::parse_error(&e, None));
+                let msg = feedback::parse_error(&lancet::ParseError::Unrecognised, None);
+                return malformed(&msg, args.json);
             }
         },
         other => match other.available() {
@@ -141,17 +151,7 @@ fn apply(args: ApplyArgs) -> u8 {
     }
     let patch = match format.parse(&input) {
         Ok(p) => p,
-        Err(e) => {
-            let msg = feedback::parse_error(&e, Some(format.name()));
-            if args.json {
-                let v = serde_json::json!({
-                    "ok": false, "written": false, "files": [], "message": msg,
-                });
-                println!("{v}");
-                return status::USAGE;
-            }
-            return usage(&msg);
-        }
+        Err(e) => return malformed(&feedback::parse_error(&e, Some(format.name())), args.json),
     };
     let ws = match open_root(&args.root) {
         Ok(ws) => ws,
