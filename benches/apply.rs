@@ -12,8 +12,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput};
 use lancet::{
-    Action, Document, EditOp, EditReport, EditStatus, Format, MatchOptions, ResolveContext,
-    resolve_file,
+    Document, EditOp, EditReport, EditStatus, Format, MatchOptions, ResolveContext, resolve_file,
 };
 
 /// xorshift64*: tiny, seeded, and good enough to vary synthetic code.
@@ -90,37 +89,17 @@ fn apply(c: &mut Criterion) {
         replace.join("\n")
     );
     let matching = MatchOptions::default();
-    let ctx = ResolveContext {
-        exists: true,
-        matching: &matching,
-    };
+    let ctx = ResolveContext::new(&matching);
 
     let run = |doc: &Document| {
         let Ok(patch) = Format::SearchReplace.parse(black_box(&block)) else {
             panic!("the bench's block does not parse");
         };
-        let ops: Vec<&EditOp> = patch
-            .changes
-            .iter()
-            .flat_map(|c| match &c.action {
-                Action::Edit(ops) => ops.iter(),
-                // `Action` is non-exhaustive; other actions carry no blocks.
-                _ => [].iter(),
-            })
-            .collect();
+        let ops: Vec<&EditOp> = patch.ops();
         let mut reports: Vec<EditReport> = ops
             .iter()
             .enumerate()
-            .map(|(index, op)| EditReport {
-                index,
-                source_line: op.source_line(),
-                status: EditStatus::Applied,
-                tier: None,
-                similarity: None,
-                lines: None,
-                warnings: Vec::new(),
-                error: None,
-            })
+            .map(|(index, op)| EditReport::new(index, op.source_line()))
             .collect();
         let after = resolve_file(doc, &ops, &ctx, false, &mut reports);
         (after, reports)

@@ -46,16 +46,23 @@ pub struct ApplyOptions {
 #[derive(Debug)]
 pub struct Plan {
     report: ApplyReport,
-    /// Files whose content changes: path, content hash when read (None: new), before, after.
-    writes: Vec<PlannedWrite>,
+    /// What changes on disk, per file, in input order.
+    writes: Vec<PlannedFile>,
 }
 
+/// One file's planned change: `after` at `new_path` (or nothing: deleted).
 #[derive(Debug)]
-struct PlannedWrite {
+struct PlannedFile {
     path: String,
+    /// Content hash when read (`None`: the file did not exist).
     hash: Option<u64>,
     before: Document,
-    after: Document,
+    /// The content afterwards; `None` when the file is deleted.
+    after: Option<Document>,
+    /// Where the content goes, when it moves.
+    new_path: Option<String>,
+    /// The mode afterwards, when it changes.
+    mode: Option<u32>,
 }
 
 impl Plan {
@@ -64,11 +71,28 @@ impl Plan {
         &self.report
     }
 
-    /// `(path, before, after)` texts of every file whose content changes.
-    pub fn diffs(&self) -> impl Iterator<Item = (&str, &str, &str)> + '_ {
+    /// The unified diff of everything the plan would write (`/dev/null` for
+    /// files it creates or deletes), with `context` lines of context.
+    pub fn unified_diff(&self, context: usize) -> String {
         self.writes
             .iter()
-            .map(|w| (w.path.as_str(), w.before.text(), w.after.text()))
+            .map(|w| {
+                let old = w.hash.is_some().then_some(w.path.as_str());
+                let new = w
+                    .after
+                    .as_ref()
+                    .map(|_| w.new_path.as_deref().unwrap_or(&w.path));
+                let after = w.after.as_ref().map_or("", Document::text);
+                let mut text =
+                    crate::format::render_unified(old, new, w.before.text(), after, context);
+                if text.is_empty() && (w.new_path.is_some() || w.mode.is_some() || old.is_none()) {
+                    // No content change: say what does change, as git does.
+                    let (a, b) = (old.unwrap_or(&w.path), new.unwrap_or(&w.path));
+                    text = format!("--- a/{a}\n+++ b/{b}\n");
+                }
+                text
+            })
+            .collect()
     }
 
     /// Whether there is anything to write.
@@ -82,16 +106,25 @@ impl Plan {
             return Ok(self.report);
         }
         // Bytes are built here, one file at a time, so a plan holds each text once.
-        let changes: Vec<Change> = self
-            .writes
-            .drain(..)
-            .map(|w| Change::Write {
-                bytes: w.after.to_bytes(),
-                path: w.path,
-                expected_hash: w.hash,
-                mode: None,
-            })
-            .collect();
+        let mut changes: Vec<Change> = Vec::new();
+        for w in self.writes.drain(..) {
+            let moved = w.new_path.is_some();
+            if let Some(after) = &w.after {
+                changes.push(Change::Write {
+                    bytes: after.to_bytes(),
+                    path: w.new_path.clone().unwrap_or_else(|| w.path.clone()),
+                    // A new path must be free; the old one is checked by its delete.
+                    expected_hash: if moved { None } else { w.hash },
+                    mode: w.mode,
+                });
+            }
+            if let (true, Some(hash)) = (moved || w.after.is_none(), w.hash) {
+                changes.push(Change::Delete {
+                    path: w.path,
+                    expected_hash: hash,
+                });
+            }
+        }
         ws.commit(&changes)?;
         self.report.written = true;
         Ok(self.report)
@@ -106,26 +139,53 @@ impl Plan {
 /// One file's edits, gathered from the patch.
 struct FileWork<'p> {
     path: Option<String>,
+    kind: Kind,
+    rename_to: Option<String>,
+    mode: Option<u32>,
+    base_blob: Option<String>,
     edits: Vec<(usize, &'p EditOp)>,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Edit,
+    Create,
+    Delete,
+}
+
+/// Groups the patch by file. Plain edits of one file merge (search/replace
+/// blocks naming it several times); a creation, deletion, rename or mode
+/// change stands alone.
 fn group<'a>(patch: &'a Patch, default_path: Option<&String>) -> Vec<FileWork<'a>> {
     let mut files: Vec<FileWork<'_>> = Vec::new();
     let mut index = 0;
     for change in &patch.changes {
         let path = change.path.clone().or_else(|| default_path.cloned());
-        let Action::Edit(ops) = &change.action;
-        let slot = match files.iter().position(|f| f.path == path) {
-            Some(i) => i,
-            None => {
-                files.push(FileWork {
-                    path: path.clone(),
-                    edits: Vec::new(),
-                });
-                files.len() - 1
-            }
+        let kind = match change.action {
+            Action::Edit(_) => Kind::Edit,
+            Action::Create(_) => Kind::Create,
+            Action::Delete(_) => Kind::Delete,
         };
-        for op in ops {
+        let plain = kind == Kind::Edit && change.rename_to.is_none() && change.mode.is_none();
+        let slot = files.iter().position(|f| {
+            plain
+                && f.path == path
+                && f.kind == Kind::Edit
+                && f.rename_to.is_none()
+                && f.mode.is_none()
+        });
+        let slot = slot.unwrap_or_else(|| {
+            files.push(FileWork {
+                path: path.clone(),
+                kind,
+                rename_to: change.rename_to.clone(),
+                mode: change.mode,
+                base_blob: change.base_blob.clone(),
+                edits: Vec::new(),
+            });
+            files.len() - 1
+        });
+        for op in change.action.ops() {
             files[slot].edits.push((index, op));
             index += 1;
         }
@@ -138,15 +198,34 @@ pub fn plan(ws: &Workspace, patch: &Patch, opts: &ApplyOptions) -> Plan {
     let mut files = Vec::new();
     let mut writes = Vec::new();
     let mut originals: HashMap<String, Document> = HashMap::new();
+    let mut touched: Vec<String> = Vec::new();
     for work in group(patch, opts.default_path.as_ref()) {
-        let (report, outcome) = plan_file(ws, &work, opts);
+        let (mut report, outcome) = plan_file(ws, &work, opts);
+        // Two changes to one path (other than merged edits) would race: refuse the later.
+        let paths: Vec<String> = [Some(report.path.clone()), report.new_path.clone()]
+            .into_iter()
+            .flatten()
+            .collect();
+        if let Some(dup) = paths.iter().find(|p| !p.is_empty() && touched.contains(p)) {
+            let e = EditError::PathTwice { path: dup.clone() };
+            for edit in &mut report.edits {
+                edit.fail(e.clone());
+            }
+            report.error = Some(e);
+            report.status = FileStatus::Failed;
+            files.push(report);
+            continue;
+        }
+        touched.extend(paths);
         if let Some(o) = outcome {
-            match o.after {
-                Some(after) => writes.push(PlannedWrite {
+            match o.change {
+                Some((after, new_path, mode)) => writes.push(PlannedFile {
                     path: report.path.clone(),
                     hash: o.hash,
                     before: o.before,
                     after,
+                    new_path,
+                    mode,
                 }),
                 None => {
                     originals.insert(report.path.clone(), o.before);
@@ -177,11 +256,51 @@ pub fn plan(ws: &Workspace, patch: &Patch, opts: &ApplyOptions) -> Plan {
     Plan { report, writes }
 }
 
-/// What a file becomes: `after` is `None` when it is not written.
+/// What a file becomes: `change` is `None` when nothing is written, else the
+/// content afterwards (`None`: deleted), where it goes, and its new mode.
 struct Outcome {
     before: Document,
-    after: Option<Document>,
     hash: Option<u64>,
+    change: Option<(Option<Document>, Option<String>, Option<u32>)>,
+}
+
+fn fail_all(report: &mut FileReport, e: EditError) {
+    for edit in &mut report.edits {
+        edit.fail(e.clone());
+    }
+    report.error = Some(e);
+    report.status = FileStatus::Failed;
+}
+
+fn path_problem(e: &WorkspaceError) -> EditError {
+    match e {
+        WorkspaceError::Io { source, .. } => EditError::Unreadable {
+            kind: source.kind(),
+        },
+        WorkspaceError::Absolute { .. } => EditError::PathRefused {
+            why: PathProblem::Absolute,
+        },
+        WorkspaceError::Reserved { .. } => EditError::PathRefused {
+            why: PathProblem::Reserved,
+        },
+        WorkspaceError::IsDirectory { .. } => EditError::PathRefused {
+            why: PathProblem::Directory,
+        },
+        WorkspaceError::InvalidPath { .. } => EditError::PathRefused {
+            why: PathProblem::Invalid,
+        },
+        _ => EditError::PathRefused {
+            why: PathProblem::Outside,
+        },
+    }
+}
+
+/// The git blob id of `bytes` (SHA-1 of `blob <len>\0` and the bytes), in hex.
+fn git_blob_id(bytes: &[u8]) -> String {
+    let mut h = sha1_smol::Sha1::new();
+    h.update(format!("blob {}\0", bytes.len()).as_bytes());
+    h.update(bytes);
+    h.digest().to_string()
 }
 
 fn plan_file(
@@ -191,20 +310,19 @@ fn plan_file(
 ) -> (FileReport, Option<Outcome>) {
     let mut report = FileReport {
         path: work.path.clone().unwrap_or_default(),
-        new_path: None,
+        new_path: work.rename_to.clone(),
         status: FileStatus::Failed,
         edits: work
             .edits
             .iter()
-            .map(|(i, op)| EditReport::new(*i, op.source_line()))
+            .map(|(i, op)| {
+                let mut r = EditReport::new(*i, op.source_line());
+                r.kind = op.kind();
+                r
+            })
             .collect(),
         error: None,
-    };
-    let fail_all = |report: &mut FileReport, e: EditError| {
-        for edit in &mut report.edits {
-            edit.fail(e.clone());
-        }
-        report.error = Some(e);
+        mode: None,
     };
     let Some(path) = &work.path else {
         fail_all(&mut report, EditError::NoPath);
@@ -212,35 +330,26 @@ fn plan_file(
     };
     let state = match ws.read(path) {
         Ok(s) => s,
-        Err(WorkspaceError::Io { source, .. }) => {
-            fail_all(
-                &mut report,
-                EditError::Unreadable {
-                    kind: source.kind(),
-                },
-            );
-            return (report, None);
-        }
         Err(e) => {
-            let why = match e {
-                WorkspaceError::Absolute { .. } => PathProblem::Absolute,
-                WorkspaceError::Reserved { .. } => PathProblem::Reserved,
-                WorkspaceError::IsDirectory { .. } => PathProblem::Directory,
-                WorkspaceError::InvalidPath { .. } => PathProblem::Invalid,
-                _ => PathProblem::Outside,
-            };
-            fail_all(&mut report, EditError::PathRefused { why });
+            fail_all(&mut report, path_problem(&e));
             return (report, None);
         }
     };
     let exists = state.is_some();
     let hash = state.as_ref().map(|s| s.hash);
+    let old_mode = state.as_ref().and_then(|s| s.mode);
     if let (Some(expected), Some(now)) = (opts.expected_hashes.get(path), hash) {
         if *expected != now {
             fail_all(&mut report, EditError::Stale);
             return (report, None);
         }
     }
+    let verified = match (&work.base_blob, &state) {
+        (Some(prefix), Some(s)) if prefix.len() >= 7 => {
+            git_blob_id(&s.bytes).starts_with(prefix.as_str())
+        }
+        _ => false,
+    };
     let doc = match state {
         Some(s) => match Document::from_vec(s.bytes) {
             Ok(d) => d,
@@ -251,38 +360,155 @@ fn plan_file(
         },
         None => Document::default(),
     };
+    if let Some(to) = &work.rename_to {
+        match ws.read(to) {
+            Ok(None) => {}
+            Ok(Some(_)) if !exists => {
+                // Moved already: the old path is gone and the new one is there.
+                for e in &mut report.edits {
+                    e.status = EditStatus::AlreadyApplied;
+                }
+                report.status = FileStatus::Unchanged;
+                return (
+                    report,
+                    Some(Outcome {
+                        before: doc,
+                        hash,
+                        change: None,
+                    }),
+                );
+            }
+            Ok(Some(_)) => {
+                fail_all(&mut report, EditError::AlreadyExists { path: to.clone() });
+                return (report, None);
+            }
+            Err(e) => {
+                fail_all(&mut report, path_problem(&e));
+                return (report, None);
+            }
+        }
+    }
     let ops: Vec<&EditOp> = work.edits.iter().map(|(_, op)| *op).collect();
     let ctx = ResolveContext {
         exists,
         matching: &opts.matching,
+        offset: 0,
+        verified,
     };
-    let after = resolve_file(&doc, &ops, &ctx, opts.sequential, &mut report.edits);
-    let all_ok = report.edits.iter().all(|e| e.status.is_ok());
-    let creates = !exists && report.edits.iter().any(|e| e.status == EditStatus::Applied);
-    if !exists && !creates {
-        // Nothing to create: the edits of a missing file failed because it is missing.
-        for e in &mut report.edits {
-            if e.status == EditStatus::NotFound {
-                e.fail(EditError::FileMissing);
+    match work.kind {
+        Kind::Create if exists => {
+            // Already there with the content the patch creates: nothing to do.
+            let empty = Document::default();
+            let mut probe: Vec<EditReport> = report.edits.clone();
+            let built = resolve_file(&empty, &ops, &ctx, false, &mut probe);
+            if built == doc && probe.iter().all(|e| e.status.is_ok()) {
+                for e in &mut report.edits {
+                    e.status = EditStatus::AlreadyApplied;
+                }
+                report.status = FileStatus::Unchanged;
+                return (
+                    report,
+                    Some(Outcome {
+                        before: doc,
+                        hash,
+                        change: None,
+                    }),
+                );
             }
+            fail_all(&mut report, EditError::AlreadyExists { path: path.clone() });
+            (
+                report,
+                Some(Outcome {
+                    before: doc,
+                    hash,
+                    change: None,
+                }),
+            )
+        }
+        Kind::Delete if !exists => {
+            for e in &mut report.edits {
+                e.status = EditStatus::AlreadyApplied;
+            }
+            report.status = FileStatus::Unchanged;
+            (report, None)
+        }
+        Kind::Edit if !exists && work.rename_to.is_some() => {
+            fail_all(&mut report, EditError::FileMissing);
+            (report, None)
+        }
+        _ => {
+            let after = resolve_file(&doc, &ops, &ctx, opts.sequential, &mut report.edits);
+            let all_ok = report.edits.iter().all(|e| e.status.is_ok());
+            let creates = !exists
+                && (work.kind == Kind::Create
+                    || report.edits.iter().any(|e| e.status == EditStatus::Applied));
+            if !exists && !creates {
+                // Nothing to create: the edits of a missing file failed because it is missing.
+                for e in &mut report.edits {
+                    if e.status == EditStatus::NotFound {
+                        e.fail(EditError::FileMissing);
+                    }
+                }
+                report.status = FileStatus::Failed;
+                return (
+                    report,
+                    Some(Outcome {
+                        before: doc,
+                        hash,
+                        change: None,
+                    }),
+                );
+            }
+            if work.kind == Kind::Delete && all_ok && after.line_count() > 0 {
+                // The hunks matched, but the file holds more than the patch deletes.
+                let e = EditError::DeleteLeavesContent {
+                    lines: after.line_count(),
+                };
+                fail_all(&mut report, e);
+                return (
+                    report,
+                    Some(Outcome {
+                        before: doc,
+                        hash,
+                        change: None,
+                    }),
+                );
+            }
+            let mode = work.mode.filter(|m| Some(*m) != old_mode);
+            let status = if !all_ok && !opts.partial {
+                FileStatus::Failed
+            } else if work.kind == Kind::Delete {
+                FileStatus::Deleted
+            } else if creates {
+                FileStatus::Created
+            } else if work.rename_to.is_some() {
+                FileStatus::Renamed
+            } else if after == doc && mode.is_none() {
+                FileStatus::Unchanged
+            } else {
+                FileStatus::Modified
+            };
+            report.status = status;
+            report.mode = mode;
+            let change = match status {
+                FileStatus::Deleted => Some((None, None, None)),
+                FileStatus::Created | FileStatus::Modified | FileStatus::Renamed => Some((
+                    Some(after),
+                    work.rename_to.clone(),
+                    mode.or(work.mode.filter(|_| creates)),
+                )),
+                _ => None,
+            };
+            (
+                report,
+                Some(Outcome {
+                    before: doc,
+                    hash,
+                    change,
+                }),
+            )
         }
     }
-    report.status = if !all_ok && !opts.partial || !exists && !creates {
-        FileStatus::Failed
-    } else if creates {
-        FileStatus::Created
-    } else if after == doc {
-        FileStatus::Unchanged
-    } else {
-        FileStatus::Modified
-    };
-    let written = matches!(report.status, FileStatus::Created | FileStatus::Modified);
-    let outcome = Outcome {
-        before: doc,
-        after: written.then_some(after),
-        hash,
-    };
-    (report, Some(outcome))
 }
 
 /// Resolves `ops` against `doc` and applies those that resolve; fills `reports`.
@@ -314,9 +540,15 @@ pub fn resolve_file(
         return current;
     }
     let mut resolved: Vec<Option<Resolution>> = Vec::with_capacity(ops.len());
+    // Each located edit that states its line teaches the next one how far the
+    // file has shifted (hunks come in file order).
+    let mut ctx = ctx.clone();
     for (op, report) in ops.iter().zip(reports.iter_mut()) {
-        match op.resolve(doc, ctx) {
+        match op.resolve(doc, &ctx) {
             Ok(res) => {
+                if let (Some(stated), Some(lines)) = (op.stated_line(), &res.lines) {
+                    ctx.offset = lines.start as isize - stated as isize;
+                }
                 record(report, &res);
                 resolved.push(Some(res));
             }
@@ -354,7 +586,7 @@ pub fn resolve_file(
             }
         }
     };
-    explain_dependencies(doc, ops, ctx, &resolved, reports);
+    explain_dependencies(doc, ops, &ctx, &resolved, reports);
     doc.apply(&edit)
 }
 

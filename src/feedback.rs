@@ -15,7 +15,9 @@ use std::ops::Range;
 
 use crate::format::ParseError;
 use crate::matcher::{Candidate, Tier};
-use crate::report::{ApplyReport, EditError, EditReport, EditStatus, PathProblem, Warning};
+use crate::report::{
+    ApplyReport, EditError, EditKind, EditReport, EditStatus, FileStatus, PathProblem, Warning,
+};
 use crate::text::{DecodeError, Document};
 
 /// How many lines of a candidate region to quote.
@@ -95,6 +97,18 @@ pub fn warning(w: &Warning) -> String {
         Warning::Sequential => {
             "matched against the file as changed by the edits before it".to_owned()
         }
+        Warning::Offset { lines: off } => {
+            let n = off.unsigned_abs();
+            format!(
+                "found {n} line{} {} where the hunk header put it",
+                if n == 1 { "" } else { "s" },
+                if *off > 0 { "below" } else { "above" }
+            )
+        }
+        Warning::Fuzz { dropped } => format!(
+            "applied with {dropped} outer context line{} ignored, because they no longer match the file",
+            if *dropped == 1 { "" } else { "s" }
+        ),
     }
 }
 
@@ -138,14 +152,17 @@ fn candidate_ranges(cands: &[Candidate]) -> Vec<String> {
 }
 
 /// The words for one failed edit (several lines, each indented by two spaces after the first).
-pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>) -> String {
+pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditKind) -> String {
+    let hunk = kind == EditKind::Hunk;
     let mut out = String::new();
     match e {
         EditError::FileMissing => {
-            let _ = write!(
-                out,
-                "{path} does not exist. To create it, send its content with an empty SEARCH section."
-            );
+            let how = if hunk {
+                "a diff from `--- /dev/null`"
+            } else {
+                "its content with an empty SEARCH section"
+            };
+            let _ = write!(out, "{path} does not exist. To create it, send {how}.");
         }
         EditError::Undecodable(d) => out.push_str(&decode_error(path, d)),
         EditError::Unreadable { kind } => {
@@ -169,7 +186,14 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>) -> String {
             bounded,
             after_edit,
         } => {
-            let _ = write!(out, "SEARCH text not found in {path}.");
+            if hunk {
+                let _ = write!(
+                    out,
+                    "the hunk's old lines (context and `-` lines) were not found in {path}."
+                );
+            } else {
+                let _ = write!(out, "SEARCH text not found in {path}.");
+            }
             if let Some(j) = after_edit {
                 let _ = write!(
                     out,
@@ -200,7 +224,11 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>) -> String {
                     if !others.is_empty() {
                         let _ = writeln!(out, "  Also similar: {}.", list(&others));
                     }
-                    out.push_str("  Copy the lines to change exactly as they are in the file and send the edit again.");
+                    out.push_str(if hunk {
+                        "  Make the context and `-` lines match the file exactly and send the diff again."
+                    } else {
+                        "  Copy the lines to change exactly as they are in the file and send the edit again."
+                    });
                 }
                 None => out.push_str(
                     "\n  No similar text was found. Read the file again and copy the lines to change exactly.",
@@ -216,12 +244,19 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>) -> String {
             } else {
                 format!(" ({} tier)", tier.name())
             };
-            let _ = write!(
-                out,
-                "SEARCH matches {} places in {path}{how}: lines {}. Nothing was guessed. Add lines above or below so the text is unique (in a SEARCH/REPLACE block, `:start_line: N` after the SEARCH marker also picks one).",
-                candidates.len(),
-                list(&candidate_ranges(candidates))
-            );
+            let at = list(&candidate_ranges(candidates));
+            let n = candidates.len();
+            if hunk {
+                let _ = write!(
+                    out,
+                    "the hunk's old lines match {n} places in {path}{how}: lines {at}, and its line number does not single one out. Nothing was guessed. Add context lines so they are unique, or correct the hunk header's line numbers."
+                );
+            } else {
+                let _ = write!(
+                    out,
+                    "SEARCH matches {n} places in {path}{how}: lines {at}. Nothing was guessed. Add lines above or below so the text is unique (in a SEARCH/REPLACE block, `:start_line: N` after the SEARCH marker also picks one)."
+                );
+            }
         }
         EditError::AmbiguousDivider { lines: dividers } => {
             let at: Vec<String> = dividers.iter().map(ToString::to_string).collect();
@@ -288,13 +323,34 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>) -> String {
                 out,
                 "piece {} of the SEARCH (counting between `...` lines): {}",
                 piece + 1,
-                edit_error(path, inner, doc)
+                edit_error(path, inner, doc, kind)
+            );
+        }
+        EditError::Unplaceable => {
+            let _ = write!(
+                out,
+                "the hunk has no context lines and removes nothing, so only its line number says where it goes, and {path} is not the file the diff was made from. Add a few unchanged lines around the insertion (a diff with context) and send it again."
             );
         }
         EditError::NoPath => out
             .push_str("the edit names no file. Put the file's path on the line before the block."),
-        EditError::AlreadyExists => {
-            let _ = write!(out, "{path} already exists.");
+        EditError::AlreadyExists { path: existing } => {
+            let _ = write!(
+                out,
+                "{existing} already exists with other content, so it cannot be created (or moved to). Edit it instead, or delete it first."
+            );
+        }
+        EditError::DeleteLeavesContent { lines } => {
+            let _ = write!(
+                out,
+                "the patch deletes {path}, but the file holds {lines} line(s) more than the patch removes; it was not deleted. Make the deletion match the file's current content."
+            );
+        }
+        EditError::PathTwice { path: twice } => {
+            let _ = write!(
+                out,
+                "the input changes {twice} more than once (created, deleted, moved or edited in separate parts). Put all changes to one file in one place."
+            );
         }
     }
     out
@@ -302,14 +358,18 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>) -> String {
 
 fn edit_line(path: &str, e: &EditReport, doc: Option<&Document>) -> String {
     let n = e.index + 1;
+    let (noun, what) = match e.kind {
+        EditKind::Hunk => ("hunk", "the hunk's new lines"),
+        _ => ("edit", "its REPLACE text"),
+    };
     let mut line = match e.status {
         EditStatus::Applied => {
             let mut s = match &e.lines {
                 Some(r) if r.is_empty() && e.tier.is_none() => {
-                    format!("edit {n}: applied to {path} (new content)")
+                    format!("{noun} {n}: applied to {path} (new content)")
                 }
-                Some(r) => format!("edit {n}: applied to {path} at {}", lines(r)),
-                None => format!("edit {n}: applied to {path}"),
+                Some(r) => format!("{noun} {n}: applied to {path} at {}", lines(r)),
+                None => format!("{noun} {n}: applied to {path}"),
             };
             if let Some(note) = e.tier.and_then(|t| tier_note(t, e.similarity)) {
                 let _ = write!(s, "; {note}");
@@ -323,15 +383,15 @@ fn edit_line(path: &str, e: &EditReport, doc: Option<&Document>) -> String {
                 .map(|r| format!(" (at {})", lines(r)))
                 .unwrap_or_default();
             format!(
-                "edit {n}: already applied: {path} already contains its REPLACE text{at}. Nothing to do; do not send it again"
+                "{noun} {n}: already applied: {path} already has {what}{at}. Nothing to do; do not send it again"
             )
         }
         EditStatus::Noop => {
-            format!("edit {n}: SEARCH and REPLACE are identical, so it changes nothing")
+            format!("{noun} {n}: SEARCH and REPLACE are identical, so it changes nothing")
         }
         _ => match &e.error {
-            Some(err) => format!("edit {n} failed: {}", edit_error(path, err, doc)),
-            None => format!("edit {n} failed"),
+            Some(err) => format!("{noun} {n} failed: {}", edit_error(path, err, doc, e.kind)),
+            None => format!("{noun} {n} failed"),
         },
     };
     let notes: Vec<String> = e
@@ -344,6 +404,29 @@ fn edit_line(path: &str, e: &EditReport, doc: Option<&Document>) -> String {
         let _ = write!(line, " (note: {})", notes.join("; "));
     }
     line
+}
+
+/// The words for what happens to a file as a whole, when edits do not say it.
+fn file_line(f: &crate::report::FileReport) -> Option<String> {
+    let mode = f.mode.map(|m| format!(" (mode {m:o})")).unwrap_or_default();
+    match (f.status, &f.new_path) {
+        (FileStatus::Renamed, Some(to)) => Some(format!("{}: moved to {to}{mode}", f.path)),
+        (FileStatus::Deleted, _) => Some(format!("{}: deleted", f.path)),
+        (FileStatus::Created, _) if f.edits.is_empty() => {
+            Some(format!("{}: created (empty){mode}", f.path))
+        }
+        (FileStatus::Modified, _) if f.mode.is_some() => {
+            Some(format!("{}: mode set to {:o}", f.path, f.mode.unwrap_or(0)))
+        }
+        (FileStatus::Failed, _) if f.edits.is_empty() => f.error.as_ref().map(|e| {
+            format!(
+                "{} failed: {}",
+                f.path,
+                edit_error(&f.path, e, None, EditKind::Hunk)
+            )
+        }),
+        _ => None,
+    }
 }
 
 fn numbers(v: &[usize]) -> String {
@@ -365,6 +448,11 @@ pub fn apply_message(
         .flat_map(|f| f.edits.iter().map(move |e| (f.path.as_str(), e)))
         .collect();
     edits.sort_by_key(|(_, e)| e.index);
+    for f in &report.files {
+        if let Some(line) = file_line(f) {
+            let _ = writeln!(out, "{line}");
+        }
+    }
     for (path, e) in &edits {
         let path = if path.is_empty() { "(no file)" } else { path };
         let _ = writeln!(out, "{}", edit_line(path, e, originals.get(path)));
@@ -436,6 +524,18 @@ pub fn parse_error(e: &ParseError, format: Option<&str>) -> String {
         ParseError::BadArguments { field, expected } => {
             format!("The tool arguments are malformed: `{field}` must be {expected}. Nothing was applied.")
         }
-        ParseError::Unrecognised => "The input is not in any edit format lancet knows: expected SEARCH/REPLACE blocks (`<<<<<<< SEARCH` … `=======` … `>>>>>>> REPLACE`) or a JSON object with `path`, `old_string` and `new_string`. Use --format to name the format.".to_owned(),
+        ParseError::BadHunkHeader { line } => format!(
+            "Line {line} starts a hunk but its header cannot be read: write `@@ -OLD_START,OLD_COUNT +NEW_START,NEW_COUNT @@` (or `@@ @@` without numbers). Nothing was applied."
+        ),
+        ParseError::EmptyHunk { line } => format!(
+            "The hunk at line {line} has no lines: each hunk needs its context (` `), removed (`-`) and added (`+`) lines. Nothing was applied."
+        ),
+        ParseError::BinaryPatch { line } => format!(
+            "Line {line} starts a binary patch; lancet edits text files only. Nothing was applied."
+        ),
+        ParseError::Unsupported { line, what } => format!(
+            "Line {line}: {what} are not supported. Nothing was applied."
+        ),
+        ParseError::Unrecognised => "The input is not in any edit format lancet knows: expected SEARCH/REPLACE blocks (`<<<<<<< SEARCH` … `=======` … `>>>>>>> REPLACE`), a unified diff (`--- a/file`, `+++ b/file`, `@@ … @@` hunks), or a JSON object with `path`, `old_string` and `new_string`. Use --format to name the format.".to_owned(),
     }
 }

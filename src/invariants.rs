@@ -17,15 +17,10 @@ pub fn search_replace_parse(data: &[u8]) {
     let (input, file) = text.split_once('\u{0}').unwrap_or((text, "a\nb\n"));
     if let Ok(patch) = SearchReplace.parse(input) {
         let doc = Document::from_text(file);
-        let ctx = crate::ResolveContext {
-            exists: true,
-            matching: &MatchOptions::default(),
-        };
-        for change in &patch.changes {
-            let crate::Action::Edit(ops) = &change.action;
-            for op in ops {
-                let _ = op.resolve(&doc, &ctx);
-            }
+        let opts = MatchOptions::default();
+        let ctx = crate::ResolveContext::new(&opts);
+        for op in patch.ops() {
+            let _ = op.resolve(&doc, &ctx);
         }
     }
 }

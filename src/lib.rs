@@ -53,13 +53,16 @@ mod workspace;
 pub use apply::{ApplyOptions, Plan, hash_of, plan, resolve_file};
 pub use edit::{Conflict, Replacement, TextEdit, TextEditBuilder};
 pub use format::{
-    Action, Block, EditFormat, EditOp, FileChange, Format, ParseError, Patch, Resolution,
-    ResolveContext, SearchReplace,
+    Action, Block, DiffOptions, EditFormat, EditOp, FileChange, Format, Hunk, HunkLine, ParseError,
+    Patch, Resolution, ResolveContext, SearchReplace, Split, UnifiedDiff, render_unified,
 };
 pub use matcher::{
     Candidate, Match, MatchError, MatchOptions, Tier, locate, locate_all, pick_by_hint,
 };
-pub use report::{ApplyReport, EditError, EditReport, EditStatus, FileReport, FileStatus, Warning};
+pub use report::{
+    ApplyReport, EditError, EditKind, EditReport, EditStatus, FileReport, FileStatus, PathProblem,
+    Warning,
+};
 pub use text::{DecodeError, Document, Eol};
 pub use workspace::{
     Change, CommitReceipt, FileState, UndoReceipt, Workspace, WorkspaceError, content_hash,

@@ -394,6 +394,12 @@ fn collapse(body: &str, fold: bool) -> String {
     out
 }
 
+/// Whether two lines are equal at the unicode tier: indentation ignored,
+/// whitespace runs collapsed, punctuation folded.
+pub(crate) fn same_up_to_unicode(a: &str, b: &str) -> bool {
+    collapse(split_indent(a).1, true) == collapse(split_indent(b).1, true)
+}
+
 // ------------------------------------------------------------ tiers 2–4
 
 /// The document's non-blank lines with their skeleton hashes.

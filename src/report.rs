@@ -46,6 +46,18 @@ impl EditStatus {
     }
 }
 
+/// What sort of edit a report is about (it decides the words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum EditKind {
+    /// A search/replace block or `old_string`/`new_string` edit.
+    #[default]
+    Block,
+    /// A unified diff hunk.
+    Hunk,
+}
+
 /// What became of one file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -96,6 +108,16 @@ pub enum Warning {
     },
     /// The edit was matched against the file as changed by earlier edits (sequential mode).
     Sequential,
+    /// The hunk was found this many lines from where its header put it.
+    Offset {
+        /// Found line minus stated line.
+        lines: isize,
+    },
+    /// The hunk applied with this many outer context lines ignored.
+    Fuzz {
+        /// Context lines dropped.
+        dropped: usize,
+    },
 }
 
 /// Why a path was refused.
@@ -213,9 +235,28 @@ pub enum EditError {
     /// The edit names no file and no default was given.
     #[error("no file named")]
     NoPath,
-    /// The file would be created, but it already exists.
-    #[error("file already exists")]
-    AlreadyExists,
+    /// The file would be created (or moved to), but it already exists.
+    #[error("{path} already exists")]
+    AlreadyExists {
+        /// The path that exists.
+        path: String,
+    },
+    /// The patch deletes the file, but the file holds more than the patch removes.
+    #[error("deletion leaves {lines} lines")]
+    DeleteLeavesContent {
+        /// Lines left after the patch's hunks.
+        lines: usize,
+    },
+    /// A hunk with no context and no removed lines, in a file that is not the
+    /// diff's pre-image: its line number is the only clue, and it cannot be trusted.
+    #[error("hunk cannot be placed")]
+    Unplaceable,
+    /// The input changes the same path twice.
+    #[error("{path} changed twice")]
+    PathTwice {
+        /// The path.
+        path: String,
+    },
 }
 
 impl EditError {
@@ -223,6 +264,7 @@ impl EditError {
     pub fn status(&self) -> EditStatus {
         match self {
             EditError::NotFound { .. } | EditError::FileMissing => EditStatus::NotFound,
+            EditError::DeleteLeavesContent { .. } => EditStatus::Conflict,
             EditError::Ambiguous { .. }
             | EditError::CountMismatch { .. }
             | EditError::AmbiguousDivider { .. } => EditStatus::Ambiguous,
@@ -237,7 +279,9 @@ impl EditError {
             | EditError::BlankSearch
             | EditError::ElisionMismatch { .. }
             | EditError::NoPath
-            | EditError::AlreadyExists => EditStatus::Invalid,
+            | EditError::AlreadyExists { .. }
+            | EditError::PathTwice { .. } => EditStatus::Invalid,
+            EditError::Unplaceable => EditStatus::NotFound,
         }
     }
 
@@ -258,6 +302,8 @@ impl EditError {
 pub struct EditReport {
     /// 0-based index of the edit in the input.
     pub index: usize,
+    /// What sort of edit it is.
+    pub kind: EditKind,
     /// 1-based line of the input where the edit starts (0 when not from text).
     pub source_line: usize,
     /// What happened.
@@ -279,6 +325,7 @@ impl EditReport {
     pub fn new(index: usize, source_line: usize) -> EditReport {
         EditReport {
             index,
+            kind: EditKind::Block,
             source_line,
             status: EditStatus::Applied,
             tier: None,
@@ -308,6 +355,8 @@ pub struct FileReport {
     pub edits: Vec<EditReport>,
     /// A file-level error (missing, binary, outside the root).
     pub error: Option<EditError>,
+    /// The file's new mode, when it changes.
+    pub mode: Option<u32>,
 }
 
 /// The outcome of one apply.
@@ -394,7 +443,8 @@ impl ApplyReport {
                             "warnings": warnings,
                         });
                         if let Some(err) = &e.error {
-                            v["error"] = json!(crate::feedback::edit_error(&f.path, err, None));
+                            v["error"] =
+                                json!(crate::feedback::edit_error(&f.path, err, None, e.kind));
                             let cands: Vec<serde_json::Value> = err
                                 .candidates()
                                 .iter()
@@ -412,10 +462,15 @@ impl ApplyReport {
                         v
                     })
                     .collect();
-                let mut v = json!({"path": f.path, "status": f.status.name(), "edits": edits});
+                let mut v = json!({"path": f.path});
                 if let Some(p) = &f.new_path {
                     v["new_path"] = json!(p);
                 }
+                v["status"] = json!(f.status.name());
+                if let Some(m) = f.mode {
+                    v["mode"] = json!(format!("{m:o}"));
+                }
+                v["edits"] = json!(edits);
                 v
             })
             .collect();

@@ -72,7 +72,8 @@ pub enum Change {
         /// Hash of the content the caller planned against; `None`: the file
         /// should not exist. Any difference on disk refuses the whole commit.
         expected_hash: Option<u64>,
-        /// Mode for a new file (an existing file keeps its own); `None`: the default.
+        /// The file's mode afterwards; `None`: an existing file keeps its own,
+        /// a new one gets the default.
         mode: Option<u32>,
     },
     /// Delete `path`, which must still hold the content hashed `expected_hash`.
@@ -372,7 +373,7 @@ impl Workspace {
             if before.as_ref().map(|b| b.hash) != expected {
                 return Err(WorkspaceError::Stale { path: rel.clone() });
             }
-            let mode = before.as_ref().map_or(mode, |b| b.mode);
+            let mode = mode.or_else(|| before.as_ref().and_then(|b| b.mode));
             plan.push(Planned {
                 rel,
                 abs,
@@ -915,6 +916,14 @@ mod tests {
         ws.commit(&[old, new]).unwrap();
         assert_eq!(ws.read("run.sh").unwrap().unwrap().mode, Some(0o755));
         assert_eq!(ws.read("new.sh").unwrap().unwrap().mode, Some(0o700));
+        // An explicit mode changes an existing file's mode (a diff's `new mode`).
+        let h = ws.read("run.sh").unwrap().unwrap().hash;
+        let mut chmod = write("run.sh", b"#!/bin/sh\necho\n", Some(h));
+        if let Change::Write { mode, .. } = &mut chmod {
+            *mode = Some(0o644);
+        }
+        ws.commit(&[chmod]).unwrap();
+        assert_eq!(ws.read("run.sh").unwrap().unwrap().mode, Some(0o644));
     }
 
     #[test]

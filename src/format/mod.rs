@@ -11,6 +11,7 @@
 //! format means a new variant, a module, and its files under `edit-formats/`.
 
 pub(crate) mod search_replace;
+pub(crate) mod udiff;
 
 use std::ops::Range;
 
@@ -19,7 +20,8 @@ use crate::report::{EditError, EditStatus, Warning};
 use crate::splice::Piece;
 use crate::text::Document;
 
-pub use search_replace::{Block, SearchReplace};
+pub use search_replace::{Block, SearchReplace, Split};
+pub use udiff::{DiffOptions, Hunk, HunkLine, UnifiedDiff, render_unified};
 
 /// Why model text could not be parsed. Positions are 1-based input lines.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -54,6 +56,32 @@ pub enum ParseError {
         /// What was expected of it.
         expected: &'static str,
     },
+    /// A hunk header whose line numbers cannot be read.
+    #[error("line {line}: bad hunk header")]
+    BadHunkHeader {
+        /// Line of the header.
+        line: usize,
+    },
+    /// A hunk with no body.
+    #[error("line {line}: empty hunk")]
+    EmptyHunk {
+        /// Line of the header.
+        line: usize,
+    },
+    /// A binary patch (lancet edits text).
+    #[error("line {line}: binary patch")]
+    BinaryPatch {
+        /// Line where it starts.
+        line: usize,
+    },
+    /// Something the format has but lancet does not do.
+    #[error("line {line}: {what} are not supported")]
+    Unsupported {
+        /// Line where it appears.
+        line: usize,
+        /// What it is.
+        what: &'static str,
+    },
     /// `--format auto` could not tell which format the input is.
     #[error("unrecognised input")]
     Unrecognised,
@@ -65,6 +93,19 @@ pub enum ParseError {
 pub enum Action {
     /// Apply edits to its text (for search/replace, an empty SEARCH creates a missing file).
     Edit(Vec<EditOp>),
+    /// Create it: it must not exist; the edits build its content from nothing.
+    Create(Vec<EditOp>),
+    /// Delete it: the edits, applied, must leave it empty (they check its content).
+    Delete(Vec<EditOp>),
+}
+
+impl Action {
+    /// The edits, whatever the action.
+    pub fn ops(&self) -> &[EditOp] {
+        match self {
+            Action::Edit(ops) | Action::Create(ops) | Action::Delete(ops) => ops,
+        }
+    }
 }
 
 /// The changes a patch makes to one file.
@@ -74,6 +115,27 @@ pub struct FileChange {
     pub path: Option<String>,
     /// What to do.
     pub action: Action,
+    /// Where the file moves to (a rename).
+    pub rename_to: Option<String>,
+    /// The file's mode afterwards (unix permission bits, e.g. `0o755`).
+    pub mode: Option<u32>,
+    /// The abbreviated git blob id of the content the change was made against
+    /// (a git diff's `index` line). When the file matches it, the patch's line
+    /// numbers are known to be exact.
+    pub base_blob: Option<String>,
+}
+
+impl FileChange {
+    /// A change that edits `path`'s text.
+    pub fn edit(path: Option<String>, ops: Vec<EditOp>) -> FileChange {
+        FileChange {
+            path,
+            action: Action::Edit(ops),
+            rename_to: None,
+            mode: None,
+            base_blob: None,
+        }
+    }
 }
 
 /// Parsed model output: file changes in input order.
@@ -86,22 +148,12 @@ pub struct Patch {
 impl Patch {
     /// Every edit of every file, in input order.
     pub fn ops(&self) -> Vec<&EditOp> {
-        self.changes
-            .iter()
-            .flat_map(|c| match &c.action {
-                Action::Edit(ops) => ops.iter(),
-            })
-            .collect()
+        self.changes.iter().flat_map(|c| c.action.ops()).collect()
     }
 
     /// Number of edits (the unit that [`EditReport::index`](crate::EditReport::index) counts).
     pub fn edit_count(&self) -> usize {
-        self.changes
-            .iter()
-            .map(|c| match &c.action {
-                Action::Edit(ops) => ops.len(),
-            })
-            .sum()
+        self.changes.iter().map(|c| c.action.ops().len()).sum()
     }
 }
 
@@ -111,6 +163,8 @@ impl Patch {
 pub enum EditOp {
     /// A search/replace block.
     SearchReplace(Block),
+    /// A unified diff hunk.
+    Hunk(Hunk),
 }
 
 impl EditOp {
@@ -118,6 +172,23 @@ impl EditOp {
     pub fn source_line(&self) -> usize {
         match self {
             EditOp::SearchReplace(b) => b.source_line,
+            EditOp::Hunk(h) => h.source_line,
+        }
+    }
+
+    /// What sort of edit it is.
+    pub fn kind(&self) -> crate::report::EditKind {
+        match self {
+            EditOp::SearchReplace(_) => crate::report::EditKind::Block,
+            EditOp::Hunk(_) => crate::report::EditKind::Hunk,
+        }
+    }
+
+    /// The 0-based line the edit says it starts at, when it says (a hunk header).
+    pub fn stated_line(&self) -> Option<usize> {
+        match self {
+            EditOp::SearchReplace(_) => None,
+            EditOp::Hunk(h) => h.stated_start(),
         }
     }
 
@@ -129,6 +200,7 @@ impl EditOp {
     ) -> Result<Resolution, EditError> {
         match self {
             EditOp::SearchReplace(b) => SearchReplace.resolve(b, doc, ctx),
+            EditOp::Hunk(h) => UnifiedDiff.resolve(h, doc, ctx),
         }
     }
 }
@@ -140,6 +212,24 @@ pub struct ResolveContext<'a> {
     pub exists: bool,
     /// Matcher options.
     pub matching: &'a MatchOptions,
+    /// How far (in lines) the edits before this one in the same file were found
+    /// from where they said they were: the best guess for this one's shift.
+    pub offset: isize,
+    /// Whether the document is known to be exactly the content the edit was
+    /// written against (a git blob id matched), so stated line numbers are exact.
+    pub verified: bool,
+}
+
+impl<'a> ResolveContext<'a> {
+    /// A context for a file that exists, with no learned offset.
+    pub fn new(matching: &'a MatchOptions) -> ResolveContext<'a> {
+        ResolveContext {
+            exists: true,
+            matching,
+            offset: 0,
+            verified: false,
+        }
+    }
 }
 
 /// A located edit, ready to join the file's [`TextEdit`](crate::TextEdit).
@@ -213,16 +303,19 @@ pub trait EditFormat {
 pub enum Format {
     /// Aider-style SEARCH/REPLACE blocks (and the `{path, old_string, new_string}` tool call).
     SearchReplace,
+    /// Unified diffs (`diff -u`, `git diff`).
+    UnifiedDiff,
 }
 
 impl Format {
     /// Every format, in the order `lancet formats` lists them.
-    pub const ALL: &'static [Format] = &[Format::SearchReplace];
+    pub const ALL: &'static [Format] = &[Format::SearchReplace, Format::UnifiedDiff];
 
     /// The command-line name.
     pub fn name(self) -> &'static str {
         match self {
             Format::SearchReplace => SearchReplace.name(),
+            Format::UnifiedDiff => UnifiedDiff.name(),
         }
     }
 
@@ -237,19 +330,38 @@ impl Format {
             Format::SearchReplace => {
                 "SEARCH/REPLACE blocks: the model quotes the lines to change and writes their replacement"
             }
+            Format::UnifiedDiff => {
+                "unified diffs (diff -u, git diff): hunks of context, removed and added lines"
+            }
         }
     }
 
-    /// Guesses the format of model output, or `None` when none fits.
+    /// Guesses the format of model output, or `None` when none fits. When
+    /// several fit, the one whose first marker comes first wins (a diff of a
+    /// file about SEARCH/REPLACE blocks is still a diff).
     pub fn detect(input: &str) -> Option<Format> {
-        if search_replace::looks_like(input) || looks_like_tool_json(input) {
+        if looks_like_tool_json(input) {
             return Some(Format::SearchReplace);
         }
-        None
+        let found = [
+            (search_replace::looks_like(input), Format::SearchReplace),
+            (udiff::looks_like(input), Format::UnifiedDiff),
+        ];
+        found
+            .iter()
+            .filter_map(|(at, f)| at.map(|at| (at, *f)))
+            .min_by_key(|(at, _)| *at)
+            .map(|(_, f)| f)
     }
 
     /// Parses model text in this format.
     pub fn parse(self, input: &str) -> Result<Patch, ParseError> {
+        self.parse_with(input, DiffOptions::default())
+    }
+
+    /// Parses model text in this format, with the diff options (`-p`, `-R`)
+    /// for formats they concern.
+    pub fn parse_with(self, input: &str, diff: DiffOptions) -> Result<Patch, ParseError> {
         match self {
             Format::SearchReplace => {
                 if looks_like_tool_json(input) {
@@ -265,6 +377,7 @@ impl Format {
                     SearchReplace.parse(input)
                 }
             }
+            Format::UnifiedDiff => udiff::parse_diff(input, diff),
         }
     }
 
@@ -272,6 +385,7 @@ impl Format {
     pub fn parse_tool_call(self, args: &serde_json::Value) -> Result<Patch, ParseError> {
         match self {
             Format::SearchReplace => SearchReplace.parse_tool_call(args),
+            Format::UnifiedDiff => UnifiedDiff.parse_tool_call(args),
         }
     }
 
@@ -279,6 +393,7 @@ impl Format {
     pub fn render(self, path: &str, before: &str, after: &str) -> String {
         match self {
             Format::SearchReplace => SearchReplace.render(path, before, after),
+            Format::UnifiedDiff => UnifiedDiff.render(path, before, after),
         }
     }
 
@@ -286,6 +401,7 @@ impl Format {
     pub fn view(self, doc: &Document, lines: Option<Range<usize>>) -> String {
         match self {
             Format::SearchReplace => SearchReplace.view(doc, lines),
+            Format::UnifiedDiff => UnifiedDiff.view(doc, lines),
         }
     }
 
@@ -293,6 +409,7 @@ impl Format {
     pub fn instructions(self) -> &'static str {
         match self {
             Format::SearchReplace => SearchReplace.instructions(),
+            Format::UnifiedDiff => UnifiedDiff.instructions(),
         }
     }
 }

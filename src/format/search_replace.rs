@@ -199,12 +199,12 @@ fn path_above(lines: &[&str], open: usize) -> Option<String> {
     None
 }
 
-/// Whether `input` holds a SEARCH/REPLACE block opener (the parser then
-/// reports a malformed block precisely instead of "unrecognised input").
-pub(crate) fn looks_like(input: &str) -> bool {
+/// The first line holding a SEARCH/REPLACE block opener, if any (the parser
+/// then reports a malformed block precisely instead of "unrecognised input").
+pub(crate) fn looks_like(input: &str) -> Option<usize> {
     input
         .lines()
-        .any(|line| matches!(marker(line), Some((Marker::Open, _))))
+        .position(|line| matches!(marker(line), Some((Marker::Open, _))))
 }
 
 fn parse_hint(line: &str, key: &str) -> Option<usize> {
@@ -333,16 +333,12 @@ fn strip_bom(lines: &mut [String]) {
 /// Appends an edit, merging it into the previous change when it names the same file.
 fn push_edit(changes: &mut Vec<FileChange>, path: Option<String>, op: EditOp) {
     if let Some(last) = changes.last_mut() {
-        if last.path == path {
-            let Action::Edit(ops) = &mut last.action;
+        if let (true, Action::Edit(ops)) = (last.path == path, &mut last.action) {
             ops.push(op);
             return;
         }
     }
-    changes.push(FileChange {
-        path,
-        action: Action::Edit(vec![op]),
-    });
+    changes.push(FileChange::edit(path, vec![op]));
 }
 
 fn parse_json(args: &Value) -> Result<Patch, ParseError> {
@@ -420,10 +416,10 @@ fn parse_json(args: &Value) -> Result<Patch, ParseError> {
         return Err(ParseError::NoEdits);
     }
     Ok(Patch {
-        changes: vec![FileChange {
+        changes: vec![FileChange::edit(
             path,
-            action: Action::Edit(blocks.into_iter().map(EditOp::SearchReplace).collect()),
-        }],
+            blocks.into_iter().map(EditOp::SearchReplace).collect(),
+        )],
     })
 }
 

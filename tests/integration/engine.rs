@@ -121,10 +121,8 @@ fn resolves_without_io() {
         .unwrap();
     let ops = patch.ops();
     let mut reports = vec![lancet::EditReport::new(0, 1)];
-    let ctx = ResolveContext {
-        exists: true,
-        matching: &MatchOptions::default(),
-    };
+    let opts = MatchOptions::default();
+    let ctx = ResolveContext::new(&opts);
     let out = lancet::resolve_file(&doc, &ops, &ctx, false, &mut reports);
     assert_eq!(reports[0].tier, Some(lancet::Tier::Indent));
     assert_eq!(

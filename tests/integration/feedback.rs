@@ -231,13 +231,14 @@ fn warnings() {
 
 #[test]
 fn direct_messages() {
-    let stale = feedback::edit_error("app.py", &EditError::Stale, None);
+    let stale = feedback::edit_error("app.py", &EditError::Stale, None, lancet::EditKind::Block);
     let unreadable = feedback::edit_error(
         "app.py",
         &EditError::Unreadable {
             kind: std::io::ErrorKind::PermissionDenied,
         },
         None,
+        lancet::EditKind::Block,
     );
     let bounded = feedback::edit_error(
         "big.py",
@@ -247,6 +248,7 @@ fn direct_messages() {
             after_edit: None,
         },
         None,
+        lancet::EditKind::Block,
     );
     let count = feedback::edit_error(
         "app.py",
@@ -256,16 +258,19 @@ fn direct_messages() {
             candidates: Vec::new(),
         },
         None,
+        lancet::EditKind::Block,
     );
     let divider = feedback::edit_error(
         "notes.md",
         &EditError::AmbiguousDivider { lines: vec![4, 7] },
         None,
+        lancet::EditKind::Block,
     );
     let utf16 = feedback::edit_error(
         "w.txt",
         &EditError::Undecodable(lancet::DecodeError::Utf16 { big_endian: false }),
         None,
+        lancet::EditKind::Block,
     );
     insta::assert_snapshot!(
         "direct_errors",

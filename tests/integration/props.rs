@@ -49,10 +49,8 @@ fn apply_text(doc: &Document, text: &str) -> Option<Document> {
     let patch = Format::SearchReplace.parse(text).ok()?;
     let ops: Vec<&EditOp> = patch.ops();
     let mut reports: Vec<EditReport> = (0..ops.len()).map(|i| EditReport::new(i, 0)).collect();
-    let ctx = ResolveContext {
-        exists: true,
-        matching: &MatchOptions::default(),
-    };
+    let opts = MatchOptions::default();
+    let ctx = ResolveContext::new(&opts);
     let out = lancet::resolve_file(doc, &ops, &ctx, false, &mut reports);
     reports.iter().all(|r| r.status.is_ok()).then_some(out)
 }

@@ -56,6 +56,7 @@ impl FormatChoice {
     pub(crate) fn available(self) -> Option<Format> {
         match self {
             FormatChoice::SearchReplace => Some(Format::SearchReplace),
+            FormatChoice::Udiff => Some(Format::UnifiedDiff),
             _ => None,
         }
     }

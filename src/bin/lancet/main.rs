@@ -139,8 +139,10 @@ fn apply(args: ApplyArgs) -> u8 {
             }
         },
     };
-    if args.reverse {
-        return usage("--reverse applies to unified diffs; the input is in another format");
+    if (args.reverse || args.strip.is_some()) && format != Format::UnifiedDiff {
+        return usage(
+            "--reverse and --strip apply to unified diffs; the input is in another format",
+        );
     }
     if matches!(
         args.syntax,
@@ -149,7 +151,11 @@ fn apply(args: ApplyArgs) -> u8 {
         // Said rather than silently ignored: a script relying on the guard must know.
         eprintln!("lancet: note: --syntax has no effect yet: this build has no syntax guard");
     }
-    let patch = match format.parse(&input) {
+    let diff_opts = lancet::DiffOptions {
+        strip: args.strip,
+        reverse: args.reverse,
+    };
+    let patch = match format.parse_with(&input, diff_opts) {
         Ok(p) => p,
         Err(e) => return malformed(&feedback::parse_error(&e, Some(format.name())), args.json),
     };
@@ -169,10 +175,7 @@ fn apply(args: ApplyArgs) -> u8 {
         .files
         .iter()
         .any(|f| matches!(f.error, Some(lancet::EditError::Unreadable { .. })));
-    let diff_text: String = plan
-        .diffs()
-        .map(|(path, before, after)| unified(path, path, before, after, 3))
-        .collect();
+    let diff_text = plan.unified_diff(3);
     let write = !args.dry_run && !args.check;
     let report = if write {
         match plan.commit(&ws) {
@@ -217,16 +220,6 @@ fn apply(args: ApplyArgs) -> u8 {
     } else {
         status::FAILED
     }
-}
-
-/// A unified diff of `before` → `after` (with `\ No newline at end of file` markers).
-fn unified(old: &str, new: &str, before: &str, after: &str, context: usize) -> String {
-    similar::TextDiff::from_lines(before, after)
-        .unified_diff()
-        .context_radius(context)
-        .missing_newline_hint(true)
-        .header(&format!("a/{old}"), &format!("b/{new}"))
-        .to_string()
 }
 
 fn diff(args: DiffArgs) -> u8 {

@@ -1,0 +1,949 @@
+//! Unified diffs: what `diff -u`, `git diff` and models write. The spec is
+//! `edit-formats/unified-diff.md`.
+//!
+//! Parsing accepts git diffs (extended headers: modes, renames, `index`),
+//! plain `---`/`+++` diffs, several files per input, `/dev/null`, `\ No
+//! newline at end of file`, CRLF patches, fences and prose around the diff,
+//! and hunk headers with full, omitted, wrong or no line numbers (wrong counts
+//! are recounted from the body). Parsing never touches files.
+//!
+//! Placement treats a hunk's line number as a hint: the old side (context and
+//! removed lines) is located through the cascade. One place: applied there,
+//! whatever the offset. Several places: only the one exactly at the stated
+//! line (shifted by the offset earlier hunks of the file were found at) is
+//! taken, and a hunk without context lines is placed by position only when
+//! the file is known to be the diff's pre-image (git blob id) — otherwise
+//! refused. When the whole old side is not found, up to two outer context
+//! lines may be dropped (like `patch`'s fuzz) if the rest is unique; removed
+//! lines are never relaxed beyond whitespace and Unicode folding.
+//!
+//! Invariant: context lines keep the file's bytes; only `-` and `+` lines
+//! change; the final newline changes only when the diff's markers say so.
+
+use std::ops::Range;
+
+use serde_json::Value;
+
+use super::{
+    Action, EditFormat, EditOp, FileChange, ParseError, Patch, Resolution, ResolveContext,
+};
+use crate::matcher::{self, Candidate, Match, MatchError, MatchOptions, Tier};
+use crate::report::{EditError, EditStatus, Warning};
+use crate::splice::{self, Op};
+use crate::text::Document;
+
+/// The unified diff format.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UnifiedDiff;
+
+/// One line of a hunk body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HunkLine {
+    /// ` ` — unchanged.
+    Context(String),
+    /// `-` — removed.
+    Remove(String),
+    /// `+` — added.
+    Add(String),
+}
+
+/// One hunk: where it claims to be, and its body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hunk {
+    /// `-a,b`: 1-based start and count on the old side, when given.
+    pub old: Option<(usize, Option<usize>)>,
+    /// `+c,d`: 1-based start and count on the new side, when given.
+    pub new: Option<(usize, Option<usize>)>,
+    /// The body.
+    pub lines: Vec<HunkLine>,
+    /// The old side's last line has no newline (`\ No newline at end of file`).
+    pub old_missing_newline: bool,
+    /// The new side's last line has no newline.
+    pub new_missing_newline: bool,
+    /// 1-based input line of the `@@` header (0 when not from text).
+    pub source_line: usize,
+}
+
+impl Hunk {
+    fn side(&self, old: bool) -> Vec<&str> {
+        self.lines
+            .iter()
+            .filter_map(|l| match l {
+                HunkLine::Context(t) => Some(t.as_str()),
+                HunkLine::Remove(t) if old => Some(t.as_str()),
+                HunkLine::Add(t) if !old => Some(t.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Context and removed lines, in order.
+    pub fn old_lines(&self) -> Vec<&str> {
+        self.side(true)
+    }
+
+    /// Context and added lines, in order.
+    pub fn new_lines(&self) -> Vec<&str> {
+        self.side(false)
+    }
+
+    /// The hunk that undoes this one.
+    pub fn reversed(&self) -> Hunk {
+        Hunk {
+            old: self.new,
+            new: self.old,
+            lines: self
+                .lines
+                .iter()
+                .map(|l| match l {
+                    HunkLine::Context(t) => HunkLine::Context(t.clone()),
+                    HunkLine::Remove(t) => HunkLine::Add(t.clone()),
+                    HunkLine::Add(t) => HunkLine::Remove(t.clone()),
+                })
+                .collect(),
+            old_missing_newline: self.new_missing_newline,
+            new_missing_newline: self.old_missing_newline,
+            source_line: self.source_line,
+        }
+    }
+
+    fn has_context(&self) -> bool {
+        self.lines.iter().any(|l| matches!(l, HunkLine::Context(_)))
+    }
+
+    /// The 0-based line the old side starts at, as the header states it. With
+    /// a count of 0 the start names the line *after which* text is inserted.
+    pub fn stated_start(&self) -> Option<usize> {
+        let (start, count) = self.old?;
+        Some(if count == Some(0) {
+            start
+        } else {
+            start.saturating_sub(1)
+        })
+    }
+
+    fn new_stated_start(&self) -> Option<usize> {
+        let (start, count) = self.new?;
+        Some(if count == Some(0) {
+            start
+        } else {
+            start.saturating_sub(1)
+        })
+    }
+}
+
+/// Options for reading a diff.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DiffOptions {
+    /// Strip this many leading path components (`-p N`); `None`: drop git's `a/` and `b/`.
+    pub strip: Option<usize>,
+    /// Apply the diff in reverse (`-R`).
+    pub reverse: bool,
+}
+
+// ------------------------------------------------------------------ parsing
+
+/// A file's part of a diff, while it is read.
+#[derive(Debug, Default)]
+struct Section {
+    git: bool,
+    /// Paths as written (before stripping); `Some(None)` is `/dev/null`.
+    old: Option<Option<String>>,
+    new: Option<Option<String>>,
+    git_paths: Option<(String, String)>,
+    rename_from: Option<String>,
+    rename_to: Option<String>,
+    old_mode: Option<u32>,
+    new_mode: Option<u32>,
+    created: bool,
+    deleted: bool,
+    index: Option<(String, String)>,
+    hunks: Vec<Hunk>,
+}
+
+fn is_fence(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with("```") || t.starts_with("~~~")
+}
+
+/// A `---`/`+++` pair starting at `i`.
+fn file_header_at(lines: &[&str], i: usize) -> bool {
+    lines[i].starts_with("--- ") && lines.get(i + 1).is_some_and(|l| l.starts_with("+++ "))
+}
+
+/// A line that ends a hunk body whatever its first character.
+fn ends_body(lines: &[&str], i: usize) -> bool {
+    let l = lines[i];
+    l.starts_with("@@") || l.starts_with("diff --git ") || file_header_at(lines, i) || is_fence(l)
+}
+
+/// Unquotes a C-style quoted path (`"a/with\ttab"`) as git writes it.
+fn unquote(s: &str) -> String {
+    let Some(inner) = s.strip_prefix('"').and_then(|r| r.strip_suffix('"')) else {
+        return s.to_owned();
+    };
+    let mut out = Vec::new();
+    let bytes = inner.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' && i + 1 < bytes.len() {
+            i += 1;
+            match bytes[i] {
+                b'n' => out.push(b'\n'),
+                b't' => out.push(b'\t'),
+                b'"' => out.push(b'"'),
+                b'\\' => out.push(b'\\'),
+                d @ b'0'..=b'7' => {
+                    let mut v = u32::from(d - b'0');
+                    let mut k = 0;
+                    while k < 2 && i + 1 < bytes.len() && (b'0'..=b'7').contains(&bytes[i + 1]) {
+                        i += 1;
+                        k += 1;
+                        v = v * 8 + u32::from(bytes[i] - b'0');
+                    }
+                    out.push(v as u8);
+                }
+                other => out.push(other),
+            }
+        } else {
+            out.push(bytes[i]);
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The path of a `---`/`+++` line: tab-separated timestamps dropped, quotes undone.
+fn header_path(rest: &str) -> Option<String> {
+    let p = rest.split('\t').next().unwrap_or(rest).trim_end();
+    let p = unquote(p);
+    (p != "/dev/null").then_some(p)
+}
+
+/// The two paths of `diff --git a/x b/y`.
+fn git_paths(rest: &str) -> Option<(String, String)> {
+    let rest = rest.trim();
+    if let Some(quoted) = rest.strip_prefix('"') {
+        let end = quoted.find('"')? + 2;
+        let (a, b) = rest.split_at(end);
+        return Some((unquote(a), unquote(b.trim())));
+    }
+    // Equal names: `a/p b/p`; otherwise split at the last " b/".
+    let half = rest.len() / 2;
+    if rest.len() % 2 == 1 && rest.as_bytes()[half] == b' ' {
+        let (a, b) = (&rest[..half], &rest[half + 1..]);
+        if a.get(2..) == b.get(2..) {
+            return Some((a.to_owned(), b.to_owned()));
+        }
+    }
+    let (a, b) = rest.rsplit_once(" b/")?;
+    Some((a.to_owned(), format!("b/{b}")))
+}
+
+fn parse_mode(s: &str) -> Option<u32> {
+    u32::from_str_radix(s.trim(), 8).ok().map(|m| m & 0o7777)
+}
+
+/// A side of a hunk header: 1-based start and optional count.
+type Span = Option<(usize, Option<usize>)>;
+
+/// `@@ -a,b +c,d @@ section`, `@@ -a +c @@`, `@@ @@`, `@@ ... @@`, `@@`.
+fn parse_hunk_header(line: &str) -> Result<(Span, Span), ()> {
+    let rest = line.trim_start_matches('@').trim_start();
+    let middle = match rest.find("@@") {
+        Some(end) => &rest[..end],
+        None => rest,
+    };
+    let mut old = None;
+    let mut new = None;
+    for token in middle.split_whitespace() {
+        let (sign, nums) = token.split_at(1);
+        let parse = |nums: &str| -> Result<(usize, Option<usize>), ()> {
+            let (a, b) = match nums.split_once(',') {
+                Some((a, b)) => (a, Some(b)),
+                None => (nums, None),
+            };
+            let a = a.parse().map_err(|_| ())?;
+            let b = b.map(|b| b.parse().map_err(|_| ())).transpose()?;
+            Ok((a, b))
+        };
+        match sign {
+            "-" if old.is_none() => old = Some(parse(nums)?),
+            "+" if new.is_none() => new = Some(parse(nums)?),
+            _ if token.chars().all(|c| c == '.') => {}
+            _ => return Err(()),
+        }
+    }
+    Ok((old, new))
+}
+
+/// Reads a hunk body from `start`; returns the hunk and the index after it.
+fn read_body(lines: &[&str], start: usize, header: &Hunk) -> (Hunk, usize) {
+    let counts = match (header.old, header.new) {
+        (Some((_, Some(oc))), Some((_, Some(nc)))) => Some((oc, nc)),
+        (Some((_, oc)), Some((_, nc))) => Some((oc.unwrap_or(1), nc.unwrap_or(1))),
+        _ => None,
+    };
+    // Counted read first; if the counts do not fit the body, recount.
+    if let Some((oc, nc)) = counts {
+        let (mut o, mut n, mut j) = (0, 0, start);
+        while j < lines.len() && (o < oc || n < nc) && !ends_body(lines, j) {
+            match lines[j].chars().next() {
+                None | Some(' ') => {
+                    o += 1;
+                    n += 1;
+                }
+                Some('-') => o += 1,
+                Some('+') => n += 1,
+                Some('\\') => {}
+                _ => break,
+            }
+            j += 1;
+        }
+        while j < lines.len() && lines[j].starts_with('\\') {
+            j += 1;
+        }
+        let more = j < lines.len()
+            && !ends_body(lines, j)
+            && matches!(lines[j].chars().next(), Some(' ' | '-' | '+'));
+        if o == oc && n == nc && !more {
+            return (body(lines, start, j, header), j);
+        }
+    }
+    let mut j = start;
+    while j < lines.len() && !ends_body(lines, j) {
+        match lines[j].chars().next() {
+            None | Some(' ' | '-' | '+' | '\\') => j += 1,
+            _ => break,
+        }
+    }
+    // Blank lines at the end separate the diff from what follows.
+    let mut end = j;
+    while end > start && lines[end - 1].is_empty() {
+        end -= 1;
+    }
+    (body(lines, start, end, header), j)
+}
+
+fn body(lines: &[&str], start: usize, end: usize, header: &Hunk) -> Hunk {
+    let mut h = header.clone();
+    for l in &lines[start..end] {
+        match l.chars().next() {
+            None => h.lines.push(HunkLine::Context(String::new())),
+            Some(' ') => h.lines.push(HunkLine::Context(l[1..].to_owned())),
+            Some('-') => h.lines.push(HunkLine::Remove(l[1..].to_owned())),
+            Some('+') => h.lines.push(HunkLine::Add(l[1..].to_owned())),
+            Some('\\') => match h.lines.last() {
+                Some(HunkLine::Context(_)) => {
+                    h.old_missing_newline = true;
+                    h.new_missing_newline = true;
+                }
+                Some(HunkLine::Remove(_)) => h.old_missing_newline = true,
+                Some(HunkLine::Add(_)) => h.new_missing_newline = true,
+                None => {}
+            },
+            _ => {}
+        }
+    }
+    h
+}
+
+fn parse_text(input: &str, opts: DiffOptions) -> Result<Patch, ParseError> {
+    let lines: Vec<&str> = input
+        .split('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+        .collect();
+    let mut sections: Vec<Section> = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        if let Some(rest) = line.strip_prefix("diff --git ") {
+            sections.push(Section {
+                git: true,
+                git_paths: git_paths(rest),
+                ..Section::default()
+            });
+            i += 1;
+            continue;
+        }
+        if file_header_at(&lines, i) {
+            let old = header_path(&line[4..]);
+            let new = header_path(&lines[i + 1][4..]);
+            let reuse = sections
+                .last()
+                .is_some_and(|s| s.git && s.old.is_none() && s.hunks.is_empty());
+            if !reuse {
+                sections.push(Section {
+                    ..Section::default()
+                });
+            }
+            if let Some(s) = sections.last_mut() {
+                s.old = Some(old);
+                s.new = Some(new);
+            }
+            i += 2;
+            continue;
+        }
+        if line.starts_with("@@") {
+            let (old, new) =
+                parse_hunk_header(line).map_err(|()| ParseError::BadHunkHeader { line: i + 1 })?;
+            let header = Hunk {
+                old,
+                new,
+                lines: Vec::new(),
+                old_missing_newline: false,
+                new_missing_newline: false,
+                source_line: i + 1,
+            };
+            let (hunk, next) = read_body(&lines, i + 1, &header);
+            if hunk.lines.is_empty() {
+                return Err(ParseError::EmptyHunk { line: i + 1 });
+            }
+            if sections.is_empty() {
+                sections.push(Section {
+                    ..Section::default()
+                });
+            }
+            if let Some(s) = sections.last_mut() {
+                s.hunks.push(hunk);
+            }
+            i = next;
+            continue;
+        }
+        if let Some(s) = sections
+            .last_mut()
+            .filter(|s| s.git && s.hunks.is_empty() && s.old.is_none())
+        {
+            if let Some(v) = line.strip_prefix("old mode ") {
+                s.old_mode = parse_mode(v);
+            } else if let Some(v) = line.strip_prefix("new mode ") {
+                s.new_mode = parse_mode(v);
+            } else if let Some(v) = line.strip_prefix("new file mode ") {
+                s.created = true;
+                s.new_mode = parse_mode(v);
+            } else if let Some(v) = line.strip_prefix("deleted file mode ") {
+                s.deleted = true;
+                s.old_mode = parse_mode(v);
+            } else if let Some(v) = line.strip_prefix("rename from ") {
+                s.rename_from = Some(unquote(v));
+            } else if let Some(v) = line.strip_prefix("rename to ") {
+                s.rename_to = Some(unquote(v));
+            } else if let Some(v) = line.strip_prefix("index ") {
+                let ids = v.split_whitespace().next().unwrap_or("");
+                if let Some((a, b)) = ids.split_once("..") {
+                    s.index = Some((a.to_owned(), b.to_owned()));
+                }
+                if let Some(m) = v.split_whitespace().nth(1) {
+                    s.new_mode = s.new_mode.or(parse_mode(m));
+                    s.old_mode = s.old_mode.or(parse_mode(m));
+                }
+            } else if line.starts_with("Binary files ") || line.starts_with("GIT binary patch") {
+                return Err(ParseError::BinaryPatch { line: i + 1 });
+            } else if line.starts_with("copy from ") || line.starts_with("copy to ") {
+                return Err(ParseError::Unsupported {
+                    line: i + 1,
+                    what: "copies",
+                });
+            }
+        }
+        i += 1;
+    }
+    let changes: Vec<FileChange> = sections
+        .into_iter()
+        .map(|s| section_change(s, opts))
+        .collect::<Result<_, _>>()?;
+    if changes.is_empty() {
+        return Err(ParseError::NoEdits);
+    }
+    Ok(Patch { changes })
+}
+
+/// Strips `n` leading components.
+fn strip(path: &str, n: usize) -> String {
+    let mut p = path;
+    for _ in 0..n {
+        match p.find('/') {
+            Some(i) => p = &p[i + 1..],
+            None => break,
+        }
+    }
+    p.to_owned()
+}
+
+fn section_change(s: Section, opts: DiffOptions) -> Result<FileChange, ParseError> {
+    // Paths: `---`/`+++` first, else the `diff --git` line; `a/`/`b/` dropped
+    // for git diffs (and plain diffs that use them) unless `-p` says otherwise.
+    let (old, new) = match (&s.old, &s.new, &s.git_paths) {
+        (Some(o), Some(n), _) => (o.clone(), n.clone()),
+        (_, _, Some((a, b))) => (
+            (!s.created).then(|| a.clone()),
+            (!s.deleted).then(|| b.clone()),
+        ),
+        _ => (None, None),
+    };
+    let prefixed = |p: &Option<String>, pre: &str| p.as_deref().is_none_or(|p| p.starts_with(pre));
+    let auto =
+        s.git || (prefixed(&old, "a/") && prefixed(&new, "b/") && (old.is_some() || new.is_some()));
+    let n = opts.strip.unwrap_or(usize::from(auto));
+    let mut old = old.map(|p| strip(&p, n));
+    let mut new = new.map(|p| strip(&p, n));
+    if let Some(from) = &s.rename_from {
+        old = Some(from.clone());
+    }
+    if let Some(to) = &s.rename_to {
+        new = Some(to.clone());
+    }
+    let mut hunks = s.hunks;
+    let mut base_blob = s.index.as_ref().map(|(a, _)| a.clone());
+    let (mut old_mode, mut new_mode) = (s.old_mode, s.new_mode);
+    let (mut created, mut deleted) = (
+        s.created || (old.is_none() && new.is_some()),
+        s.deleted || (new.is_none() && old.is_some()),
+    );
+    if opts.reverse {
+        std::mem::swap(&mut old, &mut new);
+        std::mem::swap(&mut old_mode, &mut new_mode);
+        std::mem::swap(&mut created, &mut deleted);
+        hunks = hunks.iter().map(Hunk::reversed).collect();
+        base_blob = s.index.as_ref().map(|(_, b)| b.clone());
+    }
+    base_blob = base_blob.filter(|b| !b.chars().all(|c| c == '0'));
+    let ops: Vec<EditOp> = hunks.into_iter().map(EditOp::Hunk).collect();
+    let (path, action, rename_to) = if created {
+        (new, Action::Create(ops), None)
+    } else if deleted {
+        (old, Action::Delete(ops), None)
+    } else if s.git || s.rename_from.is_some() {
+        let moved = (old != new).then(|| new.clone()).flatten();
+        (old, Action::Edit(ops), moved)
+    } else {
+        // A plain diff names the result; `diff -u file.orig file` edits `file`.
+        (new.or(old), Action::Edit(ops), None)
+    };
+    let mode = new_mode.filter(|m| old_mode != Some(*m) || created);
+    Ok(FileChange {
+        path,
+        action,
+        rename_to,
+        mode,
+        base_blob,
+    })
+}
+
+/// Whether `input` looks like a unified diff: a hunk header, or a file header pair.
+pub(crate) fn looks_like(input: &str) -> Option<usize> {
+    let lines: Vec<&str> = input.lines().collect();
+    (0..lines.len()).find(|&i| {
+        lines[i].starts_with("diff --git ")
+            || (file_header_at(&lines, i))
+            || (lines[i].starts_with("@@ -")
+                && parse_hunk_header(lines[i]).is_ok_and(|(o, _)| o.is_some()))
+    })
+}
+
+// ------------------------------------------------------------------ resolving
+
+/// How a hunk is placed: the old side, the ops that turn it into the new side.
+fn ops_of(lines: &[HunkLine]) -> (Vec<&str>, Vec<Op>) {
+    let mut old = Vec::new();
+    let mut ops = Vec::new();
+    for l in lines {
+        match l {
+            HunkLine::Context(t) => {
+                ops.push(Op::Keep(old.len()));
+                old.push(t.as_str());
+            }
+            HunkLine::Remove(t) => old.push(t.as_str()),
+            HunkLine::Add(t) => ops.push(Op::Add(t.clone())),
+        }
+    }
+    (old, ops)
+}
+
+fn strict(opts: &MatchOptions) -> MatchOptions {
+    MatchOptions {
+        max_tier: opts.max_tier.min(Tier::Unicode),
+        nearest: false,
+        ..opts.clone()
+    }
+}
+
+fn candidates(found: &[Match]) -> Vec<Candidate> {
+    found
+        .iter()
+        .map(|m| Candidate {
+            range: m.range.clone(),
+            similarity: m.similarity,
+        })
+        .collect()
+}
+
+/// The one match to use among `found`: the only one; or, with several, the
+/// one starting exactly where the hunk says (shifted by the learned offset),
+/// when position can be trusted.
+fn choose(
+    found: Vec<Match>,
+    expected: Option<usize>,
+    position_trusted: bool,
+) -> Result<Match, EditError> {
+    if found.len() == 1 {
+        return found.into_iter().next().ok_or(EditError::BlankSearch);
+    }
+    let tier = found.first().map_or(Tier::Exact, |m| m.tier);
+    if position_trusted {
+        if let Some(e) = expected {
+            if let Some(m) = found.iter().find(|m| m.range.start == e) {
+                let mut m = m.clone();
+                m.by_hint = true;
+                return Ok(m);
+            }
+        }
+    }
+    Err(EditError::Ambiguous {
+        tier,
+        candidates: candidates(&found),
+    })
+}
+
+/// Whether the `-` lines of a fuzzy match are the file's lines up to
+/// whitespace and Unicode folding: a diff never deletes a line it misquotes.
+fn removed_lines_hold(doc: &Document, lines: &[HunkLine], m: &Match) -> bool {
+    let mut i = 0;
+    for l in lines {
+        match l {
+            HunkLine::Context(_) => i += 1,
+            HunkLine::Remove(t) => {
+                let aligned = m.alignment.get(i).copied().flatten();
+                if !aligned.is_some_and(|d| matcher::same_up_to_unicode(t, doc.line(d))) {
+                    return false;
+                }
+                i += 1;
+            }
+            HunkLine::Add(_) => {}
+        }
+    }
+    true
+}
+
+fn resolve_hunk(
+    h: &Hunk,
+    doc: &Document,
+    ctx: &ResolveContext<'_>,
+) -> Result<Resolution, EditError> {
+    let opts = ctx.matching;
+    let (old, ops) = ops_of(&h.lines);
+    let expected = h
+        .stated_start()
+        .map(|s| (s as isize + ctx.offset).max(0) as usize);
+    let final_newline = match (h.old_missing_newline, h.new_missing_newline) {
+        (true, false) => Some(true),
+        (false, true) => Some(false),
+        _ => None,
+    };
+    // No old side: pure insertion placed by position alone.
+    if old.is_empty() {
+        let n = doc.line_count();
+        let at = expected.unwrap_or(0).min(n);
+        let new: Vec<String> = h.new_lines().iter().map(|s| (*s).to_owned()).collect();
+        if doc.is_empty() || ctx.verified || h.stated_start() == Some(0) && n == 0 {
+            let mut r = Resolution::status(EditStatus::Applied);
+            r.pieces = vec![splice::Piece {
+                range: at..at,
+                lines: new,
+            }];
+            r.lines = Some(at..at);
+            r.final_newline = final_newline.filter(|_| at == n);
+            return Ok(r);
+        }
+        if at + new.len() <= n && (0..new.len()).all(|k| doc.line(at + k) == new[k]) && ctx.verified
+        {
+            return Ok(already(at..at + new.len()));
+        }
+        return Err(EditError::Unplaceable);
+    }
+    let position_trusted = h.has_context() || ctx.verified;
+    let place = |m: Match, warnings: Vec<Warning>, needle: &[&str], ops: &[Op]| -> Resolution {
+        let pieces = splice::splice(doc, needle, &m, ops);
+        let touches_end = m.range.end == doc.line_count();
+        let mut r = Resolution::status(EditStatus::Applied);
+        r.final_newline = final_newline.filter(|_| touches_end);
+        r.tier = Some(m.tier);
+        r.similarity = Some(m.similarity);
+        if let Some(s) = h.stated_start() {
+            let off = m.range.start as isize - s as isize;
+            if off != 0 {
+                r.warnings.push(Warning::Offset { lines: off });
+            }
+        }
+        r.warnings.extend(warnings);
+        r.lines = Some(m.range.clone());
+        // Lines rewritten to themselves are no change at all.
+        r.pieces = pieces
+            .into_iter()
+            .filter(|p| {
+                p.range.len() != p.lines.len()
+                    || p.range.clone().zip(&p.lines).any(|(i, l)| doc.line(i) != l)
+            })
+            .collect();
+        if r.pieces.is_empty() && r.final_newline.is_none_or(|w| w == doc.has_final_newline()) {
+            r.status = EditStatus::AlreadyApplied;
+        }
+        r
+    };
+    // 1. The whole old side, strict tiers.
+    match matcher::locate_all(doc, &old, &strict(opts)) {
+        Ok(found) => {
+            return Ok(place(
+                choose(found, expected, position_trusted)?,
+                Vec::new(),
+                &old,
+                &ops,
+            ));
+        }
+        Err(MatchError::NotFound { .. }) => {}
+        Err(e) => return Err(match_error(e)),
+    }
+    // 2. Already applied: the new side is there (and the hunk says something
+    //    besides position: context, or a verified file).
+    let new = h.new_lines();
+    if !new.is_empty() && (h.has_context() || ctx.verified) {
+        if let Ok(found) = matcher::locate_all(doc, &new, &strict(opts)) {
+            let expected_new = h
+                .new_stated_start()
+                .map(|s| (s as isize + ctx.offset).max(0) as usize);
+            if let Ok(m) = choose(found, expected_new, position_trusted) {
+                return Ok(already(m.range));
+            }
+        }
+    }
+    // 3. Fuzz: drop up to two outer context lines, keeping the rest unique.
+    let lead = h
+        .lines
+        .iter()
+        .take_while(|l| matches!(l, HunkLine::Context(_)))
+        .count();
+    let trail = h
+        .lines
+        .iter()
+        .rev()
+        .take_while(|l| matches!(l, HunkLine::Context(_)))
+        .count();
+    for fuzz in 1..=2usize {
+        let (drop_lead, drop_trail) = (fuzz.min(lead), fuzz.min(trail));
+        if drop_lead + drop_trail == 0 || drop_lead + drop_trail >= h.lines.len() {
+            continue;
+        }
+        let inner = &h.lines[drop_lead..h.lines.len() - drop_trail];
+        let (needle, inner_ops) = ops_of(inner);
+        if needle.is_empty() || needle.iter().all(|l| l.trim().is_empty()) {
+            continue;
+        }
+        if let Ok(found) = matcher::locate_all(doc, &needle, &strict(opts)) {
+            if found.len() == 1 {
+                let m = found.into_iter().next().ok_or(EditError::BlankSearch)?;
+                let w = vec![Warning::Fuzz {
+                    dropped: drop_lead + drop_trail,
+                }];
+                return Ok(place(m, w, &needle, &inner_ops));
+            }
+        }
+    }
+    // 4. The fuzzy tier, with the removed lines held to the file's.
+    if opts.max_tier == Tier::Fuzzy {
+        match matcher::locate(doc, &old, expected, opts) {
+            Ok(m) if removed_lines_hold(doc, &h.lines, &m) => {
+                return Ok(place(m, Vec::new(), &old, &ops));
+            }
+            Ok(m) => {
+                return Err(EditError::NotFound {
+                    nearest: vec![Candidate {
+                        range: m.range,
+                        similarity: m.similarity,
+                    }],
+                    bounded: false,
+                    after_edit: None,
+                });
+            }
+            Err(e) => return Err(match_error(e)),
+        }
+    }
+    let nearest = MatchOptions {
+        nearest: true,
+        ..opts.clone()
+    };
+    Err(match matcher::locate(doc, &old, expected, &nearest) {
+        Err(e) => match_error(e),
+        Ok(_) => EditError::NotFound {
+            nearest: Vec::new(),
+            bounded: false,
+            after_edit: None,
+        },
+    })
+}
+
+fn already(range: Range<usize>) -> Resolution {
+    let mut r = Resolution::status(EditStatus::AlreadyApplied);
+    r.tier = Some(Tier::Exact);
+    r.similarity = Some(1.0);
+    r.lines = Some(range);
+    r
+}
+
+fn match_error(e: MatchError) -> EditError {
+    match e {
+        MatchError::NotFound { nearest, bounded } => EditError::NotFound {
+            nearest,
+            bounded,
+            after_edit: None,
+        },
+        MatchError::Ambiguous { tier, candidates } => EditError::Ambiguous { tier, candidates },
+        MatchError::EmptyNeedle => EditError::Unplaceable,
+    }
+}
+
+// ------------------------------------------------------------------ rendering
+
+/// A unified diff of `before` → `after` (`None` path: `/dev/null`), with
+/// `\ No newline at end of file` markers; empty when nothing changed.
+pub fn render_unified(
+    old_path: Option<&str>,
+    new_path: Option<&str>,
+    before: &str,
+    after: &str,
+    context: usize,
+) -> String {
+    if before == after {
+        return String::new();
+    }
+    let old = old_path.map_or_else(|| "/dev/null".to_owned(), |p| format!("a/{p}"));
+    let new = new_path.map_or_else(|| "/dev/null".to_owned(), |p| format!("b/{p}"));
+    similar::TextDiff::from_lines(before, after)
+        .unified_diff()
+        .context_radius(context)
+        .missing_newline_hint(true)
+        .header(&old, &new)
+        .to_string()
+}
+
+impl EditFormat for UnifiedDiff {
+    type Op = Hunk;
+
+    fn name(&self) -> &'static str {
+        "udiff"
+    }
+
+    fn parse(&self, input: &str) -> Result<Patch, ParseError> {
+        parse_text(input, DiffOptions::default())
+    }
+
+    fn parse_tool_call(&self, args: &Value) -> Result<Patch, ParseError> {
+        let obj = args.as_object().ok_or(ParseError::BadArguments {
+            field: "json".into(),
+            expected: "a JSON object",
+        })?;
+        let diff = ["diff", "patch", "input"]
+            .iter()
+            .find_map(|k| obj.get(*k))
+            .and_then(Value::as_str)
+            .ok_or(ParseError::BadArguments {
+                field: "diff".into(),
+                expected: "a string holding a unified diff",
+            })?;
+        parse_text(diff, DiffOptions::default())
+    }
+
+    fn resolve(
+        &self,
+        op: &Hunk,
+        doc: &Document,
+        ctx: &ResolveContext<'_>,
+    ) -> Result<Resolution, EditError> {
+        resolve_hunk(op, doc, ctx)
+    }
+
+    fn render(&self, path: &str, before: &str, after: &str) -> String {
+        render_unified(Some(path), Some(path), before, after, 3)
+    }
+
+    fn view(&self, doc: &Document, lines: Option<Range<usize>>) -> String {
+        super::numbered_view(doc, lines)
+    }
+
+    fn instructions(&self) -> &'static str {
+        include_str!("../../edit-formats/unified-diff.prompt.md")
+    }
+}
+
+/// Parses a diff with options (`-p`, `-R`).
+pub(crate) fn parse_diff(input: &str, opts: DiffOptions) -> Result<Patch, ParseError> {
+    parse_text(input, opts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hunk_headers() {
+        assert_eq!(
+            parse_hunk_header("@@ -5,6 +5,11 @@ def f():"),
+            Ok((Some((5, Some(6))), Some((5, Some(11)))))
+        );
+        assert_eq!(
+            parse_hunk_header("@@ -5 +5 @@"),
+            Ok((Some((5, None)), Some((5, None))))
+        );
+        assert_eq!(parse_hunk_header("@@ @@"), Ok((None, None)));
+        assert_eq!(parse_hunk_header("@@ ... @@"), Ok((None, None)));
+        assert_eq!(parse_hunk_header("@@"), Ok((None, None)));
+        assert!(parse_hunk_header("@@ -x,1 +1 @@").is_err());
+    }
+
+    #[test]
+    fn git_path_forms() {
+        assert_eq!(
+            git_paths("a/x.rs b/x.rs"),
+            Some(("a/x.rs".into(), "b/x.rs".into()))
+        );
+        assert_eq!(
+            git_paths("a/old name.rs b/new name.rs"),
+            Some(("a/old name.rs".into(), "b/new name.rs".into()))
+        );
+        assert_eq!(
+            git_paths("\"a/t\\tab\" \"b/t\\tab\""),
+            Some(("a/t\tab".into(), "b/t\tab".into()))
+        );
+    }
+
+    #[test]
+    fn parses_git_diff_with_headers() {
+        let d = "diff --git a/run.sh b/bin/run.sh\nold mode 100644\nnew mode 100755\nsimilarity index 90%\nrename from run.sh\nrename to bin/run.sh\nindex 1234567..89abcde\n--- a/run.sh\n+++ b/bin/run.sh\n@@ -1,2 +1,2 @@\n #!/bin/sh\n-echo a\n+echo b\n";
+        let p = parse_text(d, DiffOptions::default()).unwrap();
+        let c = &p.changes[0];
+        assert_eq!(c.path.as_deref(), Some("run.sh"));
+        assert_eq!(c.rename_to.as_deref(), Some("bin/run.sh"));
+        assert_eq!(c.mode, Some(0o755));
+        assert_eq!(c.base_blob.as_deref(), Some("1234567"));
+        assert_eq!(c.action.ops().len(), 1);
+    }
+
+    #[test]
+    fn recounts_wrong_counts_and_stops_at_prose() {
+        let d = "```diff\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n d\n```\nDone.\n";
+        let p = parse_text(d, DiffOptions::default()).unwrap();
+        let EditOp::Hunk(h) = &p.changes[0].action.ops()[0] else {
+            panic!()
+        };
+        assert_eq!(h.lines.len(), 4);
+    }
+
+    #[test]
+    fn no_newline_markers() {
+        let d = "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n\\ No newline at end of file\n+a\n";
+        let p = parse_text(d, DiffOptions::default()).unwrap();
+        let EditOp::Hunk(h) = &p.changes[0].action.ops()[0] else {
+            panic!()
+        };
+        assert!(h.old_missing_newline && !h.new_missing_newline);
+    }
+}
