@@ -243,16 +243,17 @@ pub fn plan(ws: &Workspace, patch: &Patch, opts: &ApplyOptions) -> Plan {
             originals.insert(w.path, w.before);
         }
     }
-    for w in &writes {
-        originals.insert(w.path.clone(), w.before.clone());
-    }
     let mut report = ApplyReport {
         ok,
         written: false,
         files,
         message: String::new(),
     };
-    report.message = feedback::apply_message(&report, &originals, opts.partial);
+    // The feedback quotes the files as they were: borrowed, not copied.
+    let mut before: HashMap<&str, &Document> =
+        originals.iter().map(|(p, d)| (p.as_str(), d)).collect();
+    before.extend(writes.iter().map(|w| (w.path.as_str(), &w.before)));
+    report.message = feedback::apply_message(&report, &before, opts.partial);
     Plan { report, writes }
 }
 
@@ -538,6 +539,10 @@ pub fn resolve_file(
             }
         }
         return current;
+    }
+    if ops.len() >= 8 {
+        // Many searches of one document: index its lines once.
+        doc.warm_index();
     }
     let mut resolved: Vec<Option<Resolution>> = Vec::with_capacity(ops.len());
     // Each located edit that states its line teaches the next one how far the

@@ -436,7 +436,7 @@ fn numbers(v: &[usize]) -> String {
 /// The message for a whole apply: one line per edit, then what was (not) written.
 pub fn apply_message(
     report: &ApplyReport,
-    originals: &HashMap<String, Document>,
+    originals: &HashMap<&str, &Document>,
     partial: bool,
 ) -> String {
     let mut out = String::new();
@@ -455,7 +455,7 @@ pub fn apply_message(
     }
     for (path, e) in &edits {
         let path = if path.is_empty() { "(no file)" } else { path };
-        let _ = writeln!(out, "{}", edit_line(path, e, originals.get(path)));
+        let _ = writeln!(out, "{}", edit_line(path, e, originals.get(path).copied()));
         if e.status.is_ok() {
             ok.push(e.index);
         } else {

@@ -293,8 +293,23 @@ fn exact_candidates(doc: &Document, needle: &[&str]) -> Vec<Match> {
         .map(|(i, l)| (i, *l))
         .unwrap_or((0, ""));
     let mut out = Vec::new();
-    for (k, line) in doc.lines().enumerate() {
-        if line != anchor || k < a || k - a + m > doc.line_count() {
+    // With an index, only the anchor's occurrences are visited; without one,
+    // a scan whose per-line cost is a length compare (most lines differ in length).
+    let indexed: Vec<usize>;
+    let hits: Box<dyn Iterator<Item = usize> + '_> = match doc.line_index() {
+        Some(index) => {
+            indexed = index.positions(xxh3_64(anchor.as_bytes())).collect();
+            Box::new(indexed.iter().copied().filter(|&k| doc.line(k) == anchor))
+        }
+        None => Box::new(
+            doc.lines()
+                .enumerate()
+                .filter(|(_, l)| *l == anchor)
+                .map(|(k, _)| k),
+        ),
+    };
+    for k in hits {
+        if k < a || k - a + m > doc.line_count() {
             continue;
         }
         let start = k - a;

@@ -16,6 +16,7 @@
 
 use std::fmt;
 use std::ops::Range;
+use std::sync::OnceLock;
 
 use crate::edit::TextEdit;
 
@@ -80,12 +81,41 @@ struct LineSpan {
 }
 
 /// A file's text with a faithful record of its line endings, BOM and final newline.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct Document {
     bom: bool,
     text: String,
     lines: Vec<LineSpan>,
+    /// Where each distinct line occurs, built on demand when many edits
+    /// search one document (see [`Document::warm_index`]).
+    index: OnceLock<LineIndex>,
 }
+
+/// Line positions by content hash (xxh3 of the line without its ending):
+/// one sorted vector, so building it is one allocation and one sort.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LineIndex {
+    by_hash: Vec<(u64, u32)>,
+}
+
+impl LineIndex {
+    /// The lines whose content hashes to `hash` (a superset of the lines equal to it).
+    pub(crate) fn positions(&self, hash: u64) -> impl Iterator<Item = usize> + '_ {
+        let from = self.by_hash.partition_point(|&(h, _)| h < hash);
+        self.by_hash[from..]
+            .iter()
+            .take_while(move |&&(h, _)| h == hash)
+            .map(|&(_, i)| i as usize)
+    }
+}
+
+impl PartialEq for Document {
+    fn eq(&self, other: &Self) -> bool {
+        self.bom == other.bom && self.text == other.text
+    }
+}
+
+impl Eq for Document {}
 
 impl fmt::Debug for Document {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -141,7 +171,12 @@ impl Document {
                     text.drain(..BOM.len());
                 }
                 let lines = line_table(&text);
-                Ok(Document { bom, text, lines })
+                Ok(Document {
+                    bom,
+                    text,
+                    lines,
+                    index: OnceLock::new(),
+                })
             }
             Err(e) => Document::from_bytes(e.as_bytes()),
         }
@@ -155,7 +190,12 @@ impl Document {
         };
         let text = body.to_owned();
         let lines = line_table(&text);
-        Document { bom, text, lines }
+        Document {
+            bom,
+            text,
+            lines,
+            index: OnceLock::new(),
+        }
     }
 
     /// The document's bytes, exactly as they would be written.
@@ -222,6 +262,26 @@ impl Document {
         if crlf > lf { Eol::CrLf } else { Eol::Lf }
     }
 
+    /// Builds the line index now, so that every search of this document after
+    /// it looks lines up by hash instead of scanning (worth it from a handful
+    /// of searches on).
+    pub fn warm_index(&self) {
+        self.index.get_or_init(|| {
+            let mut by_hash: Vec<(u64, u32)> = self
+                .lines()
+                .enumerate()
+                .map(|(i, line)| (xxhash_rust::xxh3::xxh3_64(line.as_bytes()), i as u32))
+                .collect();
+            by_hash.sort_unstable();
+            LineIndex { by_hash }
+        });
+    }
+
+    /// The line index, if it has been built.
+    pub(crate) fn line_index(&self) -> Option<&LineIndex> {
+        self.index.get()
+    }
+
     /// The byte range of lines `range` in [`text`](Self::text), endings included.
     pub fn byte_range(&self, range: Range<usize>) -> Range<usize> {
         let start = self
@@ -279,6 +339,7 @@ impl Document {
             bom: self.bom,
             text: out,
             lines,
+            index: OnceLock::new(),
         }
     }
 

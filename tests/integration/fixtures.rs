@@ -248,3 +248,8 @@ fn run_all(format: &str) {
 fn search_replace_fixtures() {
     run_all("search-replace");
 }
+
+#[test]
+fn unified_diff_fixtures() {
+    run_all("unified-diff");
+}

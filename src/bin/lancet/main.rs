@@ -175,7 +175,12 @@ fn apply(args: ApplyArgs) -> u8 {
         .files
         .iter()
         .any(|f| matches!(f.error, Some(lancet::EditError::Unreadable { .. })));
-    let diff_text = plan.unified_diff(3);
+    // Only a dry run shows the diff; computing it costs a full text diff per file.
+    let diff_text = if args.dry_run {
+        plan.unified_diff(3)
+    } else {
+        String::new()
+    };
     let write = !args.dry_run && !args.check;
     let report = if write {
         match plan.commit(&ws) {
