@@ -605,6 +605,9 @@ fn add_resolution(b: &mut TextEditBuilder, res: &Resolution, origin: usize) {
     if let Some(w) = res.final_newline {
         b.set_final_newline(w, origin);
     }
+    if let Some(eol) = res.eol {
+        b.set_default_eol(eol);
+    }
 }
 
 fn record(report: &mut EditReport, res: &Resolution) {

@@ -54,6 +54,7 @@ pub struct Conflict {
 pub struct TextEdit {
     replacements: Vec<Replacement>,
     final_newline: Option<bool>,
+    default_eol: Option<crate::text::Eol>,
 }
 
 impl TextEdit {
@@ -65,6 +66,12 @@ impl TextEdit {
     /// `Some(state)` when the edit sets whether the file ends with a newline.
     pub fn final_newline(&self) -> Option<bool> {
         self.final_newline
+    }
+
+    /// The line ending for new lines when the document has none to copy
+    /// (an empty or one-line file).
+    pub fn default_eol(&self) -> Option<crate::text::Eol> {
+        self.default_eol
     }
 
     /// Whether the edit changes nothing.
@@ -87,6 +94,7 @@ impl TextEdit {
 pub struct TextEditBuilder {
     replacements: Vec<Replacement>,
     final_newline: Option<(bool, usize)>,
+    default_eol: Option<crate::text::Eol>,
 }
 
 impl TextEditBuilder {
@@ -108,6 +116,12 @@ impl TextEditBuilder {
     /// Sets whether the result ends with a newline, on behalf of edit `origin`.
     pub fn set_final_newline(&mut self, wanted: bool, origin: usize) -> &mut Self {
         self.final_newline = Some((wanted, origin));
+        self
+    }
+
+    /// The ending new lines get when the document has none to copy.
+    pub fn set_default_eol(&mut self, eol: crate::text::Eol) -> &mut Self {
+        self.default_eol = Some(eol);
         self
     }
 
@@ -140,6 +154,7 @@ impl TextEditBuilder {
         Ok(TextEdit {
             replacements: reps,
             final_newline: self.final_newline.map(|(w, _)| w),
+            default_eol: self.default_eol,
         })
     }
 }

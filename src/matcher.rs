@@ -255,10 +255,22 @@ fn candidates(
     opts: &MatchOptions,
     all: bool,
 ) -> Result<Vec<Match>, MatchError> {
-    if needle.iter().all(|l| l.trim().is_empty()) {
+    if needle.is_empty() {
         return Err(MatchError::EmptyNeedle);
     }
     let exact = exact_candidates(doc, needle);
+    if needle.iter().all(|l| l.trim().is_empty()) {
+        // Blank lines can only be matched as they are: every tolerant tier
+        // would find blank lines everywhere.
+        return if exact.is_empty() {
+            Err(MatchError::NotFound {
+                nearest: Vec::new(),
+                bounded: false,
+            })
+        } else {
+            Ok(exact)
+        };
+    }
     if !exact.is_empty() || opts.max_tier == Tier::Exact {
         return if exact.is_empty() {
             Err(not_found(doc, needle, opts))

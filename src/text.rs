@@ -257,9 +257,19 @@ impl Document {
 
     /// The ending most lines use (`\n` on a tie or when there is none).
     pub fn dominant_eol(&self) -> Eol {
+        self.dominant_or(Eol::Lf)
+    }
+
+    /// The ending most lines use; `default` when no line has one (an empty or
+    /// one-line file says nothing about its endings).
+    fn dominant_or(&self, default: Eol) -> Eol {
         let crlf = self.lines.iter().filter(|s| s.eol == Eol::CrLf).count();
         let lf = self.lines.iter().filter(|s| s.eol == Eol::Lf).count();
-        if crlf > lf { Eol::CrLf } else { Eol::Lf }
+        match (crlf, lf) {
+            (0, 0) => default,
+            _ if crlf > lf => Eol::CrLf,
+            _ => Eol::Lf,
+        }
     }
 
     /// Builds the line index now, so that every search of this document after
@@ -300,6 +310,7 @@ impl Document {
 
     /// Applies an edit, giving the new document. Untouched lines keep their bytes.
     pub fn apply(&self, edit: &TextEdit) -> Document {
+        let dominant = self.dominant_or(edit.default_eol().unwrap_or(Eol::Lf));
         let mut out = String::with_capacity(self.text.len() + edit.inserted_len());
         let mut cursor = 0usize; // next line of `self` not yet copied
         let n = self.lines.len();
@@ -307,7 +318,7 @@ impl Document {
         for rep in edit.replacements() {
             let range = rep.range();
             out.push_str(&self.text[self.byte_range(cursor..range.start)]);
-            let eols = self.endings_for(range.clone(), rep.lines().len());
+            let eols = self.endings_for(range.clone(), rep.lines().len(), dominant);
             // An insertion after a last line that lacks an ending gives it one.
             if range.start == n
                 && range.is_empty()
@@ -315,7 +326,7 @@ impl Document {
                 && !rep.lines().is_empty()
                 && self.lines[n - 1].eol == Eol::None
             {
-                out.push_str(self.dominant_eol().as_str());
+                out.push_str(dominant.as_str());
             }
             for (line, eol) in rep.lines().iter().zip(eols) {
                 out.push_str(line);
@@ -333,7 +344,7 @@ impl Document {
             // A new file built from lines: end it with a newline, like every editor.
             final_newline = true;
         }
-        set_final_newline(&mut out, final_newline, self.dominant_eol());
+        set_final_newline(&mut out, final_newline, dominant);
         let lines = line_table(&out);
         Document {
             bom: self.bom,
@@ -346,7 +357,7 @@ impl Document {
     /// The endings for `count` lines that replace the lines in `range`: the
     /// replaced line's own ending where there was one at that position, else the
     /// ending of the nearest neighbour, else the document's dominant one.
-    fn endings_for(&self, range: Range<usize>, count: usize) -> Vec<Eol> {
+    fn endings_for(&self, range: Range<usize>, count: usize, dominant: Eol) -> Vec<Eol> {
         let fallback = {
             let above = range.start.checked_sub(1).map(|i| self.lines[i].eol);
             let below = self.lines.get(range.end).map(|s| s.eol);
@@ -355,7 +366,7 @@ impl Document {
                 .into_iter()
                 .flatten()
                 .find(|e| *e != Eol::None);
-            pick.unwrap_or_else(|| self.dominant_eol())
+            pick.unwrap_or(dominant)
         };
         (0..count)
             .map(|j| {

@@ -241,6 +241,8 @@ pub struct Resolution {
     pub pieces: Vec<Piece>,
     /// Whether the file should end with a newline afterwards, when the edit says.
     pub final_newline: Option<bool>,
+    /// The ending the edit's own text used, for a file that has none to copy.
+    pub eol: Option<crate::text::Eol>,
     /// The tier that located the text (None when nothing was located, e.g. a new file).
     pub tier: Option<Tier>,
     /// Similarity of the located text.
@@ -257,6 +259,7 @@ impl Resolution {
             status,
             pieces: Vec::new(),
             final_newline: None,
+            eol: None,
             tier: None,
             similarity: None,
             lines: None,

@@ -62,6 +62,8 @@ pub struct Hunk {
     pub new_missing_newline: bool,
     /// 1-based input line of the `@@` header (0 when not from text).
     pub source_line: usize,
+    /// The diff's own lines ended in `\r\n` (it was made from a CRLF file).
+    pub crlf: bool,
 }
 
 impl Hunk {
@@ -104,6 +106,7 @@ impl Hunk {
             old_missing_newline: self.new_missing_newline,
             new_missing_newline: self.old_missing_newline,
             source_line: self.source_line,
+            crlf: self.crlf,
         }
     }
 
@@ -349,8 +352,9 @@ fn body(lines: &[&str], start: usize, end: usize, header: &Hunk) -> Hunk {
 }
 
 fn parse_text(input: &str, opts: DiffOptions) -> Result<Patch, ParseError> {
-    let lines: Vec<&str> = input
-        .split('\n')
+    let raw: Vec<&str> = input.split('\n').collect();
+    let lines: Vec<&str> = raw
+        .iter()
         .map(|l| l.strip_suffix('\r').unwrap_or(l))
         .collect();
     let mut sections: Vec<Section> = Vec::new();
@@ -394,8 +398,11 @@ fn parse_text(input: &str, opts: DiffOptions) -> Result<Patch, ParseError> {
                 old_missing_newline: false,
                 new_missing_newline: false,
                 source_line: i + 1,
+                crlf: false,
             };
-            let (hunk, next) = read_body(&lines, i + 1, &header);
+            let (mut hunk, next) = read_body(&lines, i + 1, &header);
+            let body = &raw[i + 1..next];
+            hunk.crlf = body.iter().filter(|l| l.ends_with('\r')).count() * 2 > body.len();
             if hunk.lines.is_empty() {
                 return Err(ParseError::EmptyHunk { line: i + 1 });
             }
@@ -647,6 +654,7 @@ fn resolve_hunk(
         let new: Vec<String> = h.new_lines().iter().map(|s| (*s).to_owned()).collect();
         if doc.is_empty() || ctx.verified || h.stated_start() == Some(0) && n == 0 {
             let mut r = Resolution::status(EditStatus::Applied);
+            r.eol = h.crlf.then_some(crate::text::Eol::CrLf);
             r.pieces = vec![splice::Piece {
                 range: at..at,
                 lines: new,
@@ -667,6 +675,7 @@ fn resolve_hunk(
         let touches_end = m.range.end == doc.line_count();
         let mut r = Resolution::status(EditStatus::Applied);
         r.final_newline = final_newline.filter(|_| touches_end);
+        r.eol = h.crlf.then_some(crate::text::Eol::CrLf);
         r.tier = Some(m.tier);
         r.similarity = Some(m.similarity);
         if let Some(s) = h.stated_start() {

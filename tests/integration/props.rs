@@ -46,7 +46,12 @@ fn arb_lines(max: usize) -> impl Strategy<Value = Vec<String>> {
 
 /// Applies model text in the search/replace format to `doc`; `None` if any edit failed.
 fn apply_text(doc: &Document, text: &str) -> Option<Document> {
-    let patch = Format::SearchReplace.parse(text).ok()?;
+    apply_in(Format::SearchReplace, doc, text)
+}
+
+/// Applies text in `format` to `doc` (one file); `None` if any edit failed.
+fn apply_in(format: Format, doc: &Document, text: &str) -> Option<Document> {
+    let patch = format.parse(text).ok()?;
     let ops: Vec<&EditOp> = patch.ops();
     let mut reports: Vec<EditReport> = (0..ops.len()).map(|i| EditReport::new(i, 0)).collect();
     let opts = MatchOptions::default();
@@ -190,5 +195,61 @@ proptest! {
     fn cascade_invariants(hay in arb_lines(30), needle in arb_lines(4), hint in prop::option::of(0usize..30)) {
         let data = format!("{}\u{0}{}\u{0}{}", hay.join("\n"), needle.join("\n"), hint.map(|h| h.to_string()).unwrap_or_default());
         lancet::invariants::cascade(data.as_bytes());
+    }
+
+    /// Unified diffs: render(before → after), parsed and applied to before, gives after.
+    #[test]
+    fn udiff_round_trips(before in arb_lines(25), after in arb_lines(25), fin in any::<bool>()) {
+        let b = join(&before, "\n", fin);
+        let a = join(&after, "\n", fin);
+        let diff = lancet::render_unified(Some("f.txt"), Some("f.txt"), &b, &a, 3);
+        prop_assume!(b != a);
+        let got = apply_in(Format::UnifiedDiff, &Document::from_text(&b), &diff);
+        prop_assert!(got.is_some(), "diff failed to apply:\n{}", diff);
+        let got = got.unwrap();
+        prop_assert_eq!(got.text(), a.as_str(), "diff:\n{}", diff);
+    }
+
+    /// The same with CRLF files: the endings survive, new lines take CRLF.
+    #[test]
+    fn udiff_round_trips_crlf(before in arb_lines(20), after in arb_lines(20)) {
+        let b = join(&before, "\r\n", true);
+        let a = join(&after, "\r\n", true);
+        prop_assume!(b != a);
+        let diff = lancet::render_unified(Some("f.txt"), Some("f.txt"), &b, &a, 3);
+        let got = apply_in(Format::UnifiedDiff, &Document::from_text(&b), &diff);
+        prop_assert!(got.is_some(), "diff failed to apply:\n{}", diff);
+        let got = got.unwrap();
+        prop_assert_eq!(got.text(), a.as_str(), "diff:\n{}", diff);
+    }
+
+    /// Stale line numbers: unrelated lines inserted above the changes do not
+    /// stop a diff from landing where its text is (or, when the text is not
+    /// unique, from being refused) — it never lands somewhere wrong.
+    #[test]
+    fn udiff_with_offset_is_right_or_refused(
+        before in arb_lines(25),
+        after in arb_lines(25),
+        shift in 1usize..6,
+    ) {
+        let b = join(&before, "\n", true);
+        let a = join(&after, "\n", true);
+        prop_assume!(b != a);
+        let diff = lancet::render_unified(Some("f.txt"), Some("f.txt"), &b, &a, 3);
+        let pad: String = (0..shift).map(|i| format!("# unrelated line {i}\n")).collect();
+        if let Some(got) = apply_in(Format::UnifiedDiff, &Document::from_text(&format!("{pad}{b}")), &diff) {
+            prop_assert_eq!(got.text(), format!("{pad}{a}"), "diff:\n{}", diff);
+        }
+    }
+
+    /// The unified-diff parser never panics.
+    #[test]
+    fn udiff_parser_never_panics(parts in prop::collection::vec(prop::sample::select(vec![
+        "diff --git a/x b/x\n", "--- a/x\n", "+++ b/x\n", "--- /dev/null\n", "@@ -1,2 +1,2 @@\n",
+        "@@ -0,0 +1 @@\n", "@@ @@\n", " ctx\n", "-old\n", "+new\n", "\\ No newline at end of file\n",
+        "rename from x\n", "rename to y\n", "new file mode 100755\n", "index 0000000..1234567\n",
+        "```diff\n", "```\n", "\n", "prose\r\n", "@@ -9999999999999999999 +1 @@\n",
+    ]), 0..24)) {
+        lancet::invariants::udiff_parse(parts.concat().as_bytes());
     }
 }
