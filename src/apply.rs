@@ -265,6 +265,25 @@ struct Outcome {
     change: Option<(Option<Document>, Option<String>, Option<u32>)>,
 }
 
+impl Outcome {
+    /// The file as read, with nothing to write.
+    fn unchanged(before: Document, hash: Option<u64>) -> Outcome {
+        Outcome {
+            before,
+            hash,
+            change: None,
+        }
+    }
+}
+
+/// The whole file's change is already in place (created, moved or deleted before).
+fn all_already_applied(report: &mut FileReport) {
+    for e in &mut report.edits {
+        e.status = EditStatus::AlreadyApplied;
+    }
+    report.status = FileStatus::Unchanged;
+}
+
 fn fail_all(report: &mut FileReport, e: EditError) {
     for edit in &mut report.edits {
         edit.fail(e.clone());
@@ -366,18 +385,8 @@ fn plan_file(
             Ok(None) => {}
             Ok(Some(_)) if !exists => {
                 // Moved already: the old path is gone and the new one is there.
-                for e in &mut report.edits {
-                    e.status = EditStatus::AlreadyApplied;
-                }
-                report.status = FileStatus::Unchanged;
-                return (
-                    report,
-                    Some(Outcome {
-                        before: doc,
-                        hash,
-                        change: None,
-                    }),
-                );
+                all_already_applied(&mut report);
+                return (report, Some(Outcome::unchanged(doc, hash)));
             }
             Ok(Some(_)) => {
                 fail_all(&mut report, EditError::AlreadyExists { path: to.clone() });
@@ -403,34 +412,14 @@ fn plan_file(
             let mut probe: Vec<EditReport> = report.edits.clone();
             let built = resolve_file(&empty, &ops, &ctx, false, &mut probe);
             if built == doc && probe.iter().all(|e| e.status.is_ok()) {
-                for e in &mut report.edits {
-                    e.status = EditStatus::AlreadyApplied;
-                }
-                report.status = FileStatus::Unchanged;
-                return (
-                    report,
-                    Some(Outcome {
-                        before: doc,
-                        hash,
-                        change: None,
-                    }),
-                );
+                all_already_applied(&mut report);
+                return (report, Some(Outcome::unchanged(doc, hash)));
             }
             fail_all(&mut report, EditError::AlreadyExists { path: path.clone() });
-            (
-                report,
-                Some(Outcome {
-                    before: doc,
-                    hash,
-                    change: None,
-                }),
-            )
+            (report, Some(Outcome::unchanged(doc, hash)))
         }
         Kind::Delete if !exists => {
-            for e in &mut report.edits {
-                e.status = EditStatus::AlreadyApplied;
-            }
-            report.status = FileStatus::Unchanged;
+            all_already_applied(&mut report);
             (report, None)
         }
         Kind::Edit if !exists && work.rename_to.is_some() => {
@@ -451,14 +440,7 @@ fn plan_file(
                     }
                 }
                 report.status = FileStatus::Failed;
-                return (
-                    report,
-                    Some(Outcome {
-                        before: doc,
-                        hash,
-                        change: None,
-                    }),
-                );
+                return (report, Some(Outcome::unchanged(doc, hash)));
             }
             if work.kind == Kind::Delete && all_ok && after.line_count() > 0 {
                 // The hunks matched, but the file holds more than the patch deletes.
@@ -466,14 +448,7 @@ fn plan_file(
                     lines: after.line_count(),
                 };
                 fail_all(&mut report, e);
-                return (
-                    report,
-                    Some(Outcome {
-                        before: doc,
-                        hash,
-                        change: None,
-                    }),
-                );
+                return (report, Some(Outcome::unchanged(doc, hash)));
             }
             let mode = work.mode.filter(|m| Some(*m) != old_mode);
             let status = if !all_ok && !opts.partial {

@@ -259,6 +259,21 @@ pub enum EditError {
     },
 }
 
+impl From<crate::matcher::MatchError> for EditError {
+    fn from(e: crate::matcher::MatchError) -> EditError {
+        use crate::matcher::MatchError;
+        match e {
+            MatchError::NotFound { nearest, bounded } => EditError::NotFound {
+                nearest,
+                bounded,
+                after_edit: None,
+            },
+            MatchError::Ambiguous { tier, candidates } => EditError::Ambiguous { tier, candidates },
+            MatchError::EmptyNeedle => EditError::BlankSearch,
+        }
+    }
+}
+
 impl EditError {
     /// The status this error reports as.
     pub fn status(&self) -> EditStatus {

@@ -23,7 +23,7 @@ use serde_json::Value;
 use super::{
     Action, EditFormat, EditOp, FileChange, ParseError, Patch, Resolution, ResolveContext,
 };
-use crate::matcher::{self, Candidate, Match, MatchError, MatchOptions, Tier};
+use crate::matcher::{self, Candidate, Match, MatchOptions, Tier};
 use crate::report::{EditError, EditStatus, Warning};
 use crate::splice::{self, Piece, ops_from_diff};
 use crate::text::Document;
@@ -548,18 +548,6 @@ fn candidates_of(matches: &[Match]) -> Vec<Candidate> {
         .collect()
 }
 
-fn to_edit_error(e: MatchError) -> EditError {
-    match e {
-        MatchError::NotFound { nearest, bounded } => EditError::NotFound {
-            nearest,
-            bounded,
-            after_edit: None,
-        },
-        MatchError::Ambiguous { tier, candidates } => EditError::Ambiguous { tier, candidates },
-        MatchError::EmptyNeedle => EditError::BlankSearch,
-    }
-}
-
 /// Builds the resolution for `search → replace` placed at each of `matches`.
 fn place(doc: &Document, search: &[String], replace: &[String], matches: &[Match]) -> Resolution {
     let ops = ops_from_diff(search, replace);
@@ -930,7 +918,7 @@ impl SearchReplace {
         let multi = b.replace_all || b.expected.is_some_and(|e| e > 1);
         let attempt = |search: &[String], replace: &[String], opts: &MatchOptions| {
             if multi {
-                let found = matcher::locate_all(doc, search, opts).map_err(to_edit_error)?;
+                let found = matcher::locate_all(doc, search, opts).map_err(EditError::from)?;
                 if let Some(e) = b.expected.filter(|&e| e != found.len()) {
                     return Err(EditError::CountMismatch {
                         expected: e,
@@ -940,7 +928,7 @@ impl SearchReplace {
                 }
                 Ok(place(doc, search, replace, &found))
             } else {
-                let m = matcher::locate(doc, search, hint, opts).map_err(to_edit_error)?;
+                let m = matcher::locate(doc, search, hint, opts).map_err(EditError::from)?;
                 let by_hint = m.by_hint;
                 let mut r = place(doc, search, replace, std::slice::from_ref(&m));
                 if by_hint {
@@ -1154,7 +1142,7 @@ impl SearchReplace {
             }
             let m = matcher::locate(doc, s, None, opts).map_err(|e| EditError::ElidedPiece {
                 piece: k,
-                inner: Box::new(to_edit_error(e)),
+                inner: Box::new(EditError::from(e)),
             })?;
             if span.as_ref().is_some_and(|sp| m.range.start < sp.end) {
                 // A piece before the previous one: the `...` would skip backwards.

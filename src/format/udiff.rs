@@ -710,7 +710,7 @@ fn resolve_hunk(
             ));
         }
         Err(MatchError::NotFound { .. }) => {}
-        Err(e) => return Err(match_error(e)),
+        Err(e) => return Err(unplaceable_if_empty(e)),
     }
     // 2. Already applied: the new side is there (and the hunk says something
     //    besides position: context, or a verified file).
@@ -773,7 +773,7 @@ fn resolve_hunk(
                     after_edit: None,
                 });
             }
-            Err(e) => return Err(match_error(e)),
+            Err(e) => return Err(unplaceable_if_empty(e)),
         }
     }
     let nearest = MatchOptions {
@@ -781,7 +781,7 @@ fn resolve_hunk(
         ..opts.clone()
     };
     Err(match matcher::locate(doc, &old, expected, &nearest) {
-        Err(e) => match_error(e),
+        Err(e) => unplaceable_if_empty(e),
         Ok(_) => EditError::NotFound {
             nearest: Vec::new(),
             bounded: false,
@@ -798,15 +798,11 @@ fn already(range: Range<usize>) -> Resolution {
     r
 }
 
-fn match_error(e: MatchError) -> EditError {
+/// A matcher error as an edit error; an empty needle here is a hunk with no old side.
+fn unplaceable_if_empty(e: MatchError) -> EditError {
     match e {
-        MatchError::NotFound { nearest, bounded } => EditError::NotFound {
-            nearest,
-            bounded,
-            after_edit: None,
-        },
-        MatchError::Ambiguous { tier, candidates } => EditError::Ambiguous { tier, candidates },
         MatchError::EmptyNeedle => EditError::Unplaceable,
+        other => other.into(),
     }
 }
 
