@@ -40,6 +40,9 @@ pub struct ApplyOptions {
     pub default_path: Option<String>,
     /// Content hashes the caller read files at; a file that differs now is stale.
     pub expected_hashes: HashMap<String, u64>,
+    /// The files as the model last saw them (hashline anchors that moved are
+    /// relocated by their content).
+    pub seen: HashMap<String, Document>,
 }
 
 /// A resolved apply, ready to be written.
@@ -151,6 +154,7 @@ enum Kind {
     Edit,
     Create,
     Delete,
+    Remove,
 }
 
 /// Groups the patch by file. Plain edits of one file merge (search/replace
@@ -165,6 +169,7 @@ fn group<'a>(patch: &'a Patch, default_path: Option<&String>) -> Vec<FileWork<'a
             Action::Edit(_) => Kind::Edit,
             Action::Create(_) => Kind::Create,
             Action::Delete(_) => Kind::Delete,
+            Action::Remove => Kind::Remove,
         };
         let plain = kind == Kind::Edit && change.rename_to.is_none() && change.mode.is_none();
         let slot = files.iter().position(|f| {
@@ -404,6 +409,7 @@ fn plan_file(
         matching: &opts.matching,
         offset: 0,
         verified,
+        seen: opts.seen.get(path),
     };
     match work.kind {
         Kind::Create if exists => {
@@ -417,6 +423,22 @@ fn plan_file(
             }
             fail_all(&mut report, EditError::AlreadyExists { path: path.clone() });
             (report, Some(Outcome::unchanged(doc, hash)))
+        }
+        Kind::Remove if !exists => {
+            fail_all(&mut report, EditError::FileMissing);
+            (report, None)
+        }
+        Kind::Remove => {
+            report.status = FileStatus::Deleted;
+            let change = Some((None, None, None));
+            (
+                report,
+                Some(Outcome {
+                    before: doc,
+                    hash,
+                    change,
+                }),
+            )
         }
         Kind::Delete if !exists => {
             all_already_applied(&mut report);

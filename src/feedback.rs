@@ -105,6 +105,17 @@ pub fn warning(w: &Warning) -> String {
                 if *off > 0 { "below" } else { "above" }
             )
         }
+        Warning::Relocated { from, to } => format!(
+            "the anchor for line {} had moved to line {} (lines were added or removed above it); it was found by its content",
+            from + 1,
+            to + 1
+        ),
+        Warning::StrippedAnchors => {
+            "`LINE:HASH|` prefixes copied into the new lines were removed".to_owned()
+        }
+        Warning::BoundaryEcho => {
+            "new lines that repeated the lines around the edit were dropped, so they are not doubled".to_owned()
+        }
         Warning::Fuzz { dropped } => format!(
             "applied with {dropped} outer context line{} ignored, because they no longer match the file",
             if *dropped == 1 { "" } else { "s" }
@@ -326,6 +337,46 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
                 edit_error(path, inner, doc, kind)
             );
         }
+        EditError::StaleAnchors { anchors } => {
+            let _ = write!(
+                out,
+                "{path} changed since it was read: anchor{} {} no longer match{} the line{}. Nothing was written. Use these fresh anchors:",
+                if anchors.len() == 1 { "" } else { "s" },
+                list(anchors),
+                if anchors.len() == 1 { "es" } else { "" },
+                if anchors.len() == 1 { "" } else { "s" },
+            );
+            if let Some(doc) = doc {
+                let mut shown = std::collections::BTreeSet::new();
+                for a in anchors {
+                    let line: usize = a
+                        .split(':')
+                        .next()
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or(1);
+                    let lo = line.saturating_sub(3);
+                    let hi = (line + 2).min(doc.line_count());
+                    shown.extend(lo..hi);
+                }
+                let mut prev: Option<usize> = None;
+                for i in shown {
+                    if prev.is_some_and(|p| p + 1 != i) {
+                        out.push_str("\n    ...");
+                    }
+                    let l = doc.line(i);
+                    let _ = write!(out, "\n    {}:{}|{}", i + 1, crate::format::line_hash(l), l);
+                    prev = Some(i);
+                }
+            } else {
+                out.push_str(" view the file again.");
+            }
+        }
+        EditError::AnchorOrder { start, end } => {
+            let _ = write!(
+                out,
+                "the range {start} to {end} ends before it starts. Give the first line, then the last."
+            );
+        }
         EditError::Unplaceable => {
             let _ = write!(
                 out,
@@ -360,6 +411,7 @@ fn edit_line(path: &str, e: &EditReport, doc: Option<&Document>) -> String {
     let n = e.index + 1;
     let (noun, what) = match e.kind {
         EditKind::Hunk => ("hunk", "the hunk's new lines"),
+        EditKind::Anchor => ("edit", "its new lines"),
         _ => ("edit", "its REPLACE text"),
     };
     let mut line = match e.status {
@@ -524,6 +576,9 @@ pub fn parse_error(e: &ParseError, format: Option<&str>) -> String {
         ParseError::BadArguments { field, expected } => {
             format!("The tool arguments are malformed: `{field}` must be {expected}. Nothing was applied.")
         }
+        ParseError::BadDirective { line } => format!(
+            "Line {line} is a hashline directive whose anchors cannot be read: anchors look like `12:ZPM` (line number, colon, the 3 letters from the view). Nothing was applied."
+        ),
         ParseError::BadHunkHeader { line } => format!(
             "Line {line} starts a hunk but its header cannot be read: write `@@ -OLD_START,OLD_COUNT +NEW_START,NEW_COUNT @@` (or `@@ @@` without numbers). Nothing was applied."
         ),

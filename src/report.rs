@@ -56,6 +56,8 @@ pub enum EditKind {
     Block,
     /// A unified diff hunk.
     Hunk,
+    /// A hashline anchor edit.
+    Anchor,
 }
 
 /// What became of one file.
@@ -113,6 +115,17 @@ pub enum Warning {
         /// Found line minus stated line.
         lines: isize,
     },
+    /// A hashline anchor's line had moved; it was found by its content.
+    Relocated {
+        /// 0-based line the anchor named.
+        from: usize,
+        /// 0-based line it was found at.
+        to: usize,
+    },
+    /// `LINE:HASH|` prefixes copied into the new lines were removed.
+    StrippedAnchors,
+    /// New lines that restated the lines around the edit were dropped.
+    BoundaryEcho,
     /// The hunk applied with this many outer context lines ignored.
     Fuzz {
         /// Context lines dropped.
@@ -251,6 +264,20 @@ pub enum EditError {
     /// diff's pre-image: its line number is the only clue, and it cannot be trusted.
     #[error("hunk cannot be placed")]
     Unplaceable,
+    /// Hashline anchors whose lines changed since the model read the file.
+    #[error("stale anchors")]
+    StaleAnchors {
+        /// The anchors as written (`LINE:HASH`).
+        anchors: Vec<String>,
+    },
+    /// A range whose end comes before its start.
+    #[error("anchor range reversed")]
+    AnchorOrder {
+        /// The start anchor.
+        start: String,
+        /// The end anchor.
+        end: String,
+    },
     /// The input changes the same path twice.
     #[error("{path} changed twice")]
     PathTwice {
@@ -284,7 +311,8 @@ impl EditError {
             | EditError::CountMismatch { .. }
             | EditError::AmbiguousDivider { .. } => EditStatus::Ambiguous,
             EditError::Conflict { .. } => EditStatus::Conflict,
-            EditError::Stale => EditStatus::Stale,
+            EditError::Stale | EditError::StaleAnchors { .. } => EditStatus::Stale,
+            EditError::AnchorOrder { .. } => EditStatus::Invalid,
             EditError::ElidedPiece { inner, .. } => inner.status(),
             EditError::Undecodable(_)
             | EditError::Unreadable { .. }

@@ -47,7 +47,7 @@ pub struct DiffRun {
 /// Positions are counted here from the runs' lengths: `similar` reports the
 /// index fields of its insert and delete ops loosely (an insert after an
 /// equal run can name an earlier old index), so they are never read.
-pub fn line_diff<S: AsRef<str>>(old: &[S], new: &[S]) -> Vec<DiffRun> {
+pub fn line_diff<A: AsRef<str>, B: AsRef<str>>(old: &[A], new: &[B]) -> Vec<DiffRun> {
     let old: Vec<&str> = old.iter().map(AsRef::as_ref).collect();
     let new: Vec<&str> = new.iter().map(AsRef::as_ref).collect();
     let (mut o, mut n) = (0, 0);
@@ -74,7 +74,7 @@ pub fn line_diff<S: AsRef<str>>(old: &[S], new: &[S]) -> Vec<DiffRun> {
 }
 
 /// The ops that turn `old` into `new`, by a line diff.
-pub fn ops_from_diff<S: AsRef<str>>(old: &[S], new: &[S]) -> Vec<Op> {
+pub fn ops_from_diff<A: AsRef<str>, B: AsRef<str>>(old: &[A], new: &[B]) -> Vec<Op> {
     let mut ops = Vec::with_capacity(new.len());
     for run in line_diff(old, new) {
         if run.equal {

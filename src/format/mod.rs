@@ -10,6 +10,7 @@
 //! the document. The closed [`Format`] enum is the runtime choice; adding a
 //! format means a new variant, a module, and its files under `edit-formats/`.
 
+pub(crate) mod hashline;
 pub(crate) mod search_replace;
 pub(crate) mod udiff;
 
@@ -20,6 +21,7 @@ use crate::report::{EditError, EditStatus, Warning};
 use crate::splice::Piece;
 use crate::text::Document;
 
+pub use hashline::{Anchor, AnchorEdit, AnchorOp, Hashline, line_hash};
 pub use search_replace::{Block, SearchReplace, Split};
 pub use udiff::{DiffOptions, Hunk, HunkLine, UnifiedDiff, render_unified};
 
@@ -74,6 +76,12 @@ pub enum ParseError {
         /// Line where it starts.
         line: usize,
     },
+    /// A hashline directive (`@@ replace …`) whose anchors cannot be read.
+    #[error("line {line}: bad directive")]
+    BadDirective {
+        /// Line of the directive.
+        line: usize,
+    },
     /// Something the format has but lancet does not do.
     #[error("line {line}: {what} are not supported")]
     Unsupported {
@@ -97,6 +105,8 @@ pub enum Action {
     Create(Vec<EditOp>),
     /// Delete it: the edits, applied, must leave it empty (they check its content).
     Delete(Vec<EditOp>),
+    /// Delete it, whatever it holds (it must exist).
+    Remove,
 }
 
 impl Action {
@@ -104,6 +114,7 @@ impl Action {
     pub fn ops(&self) -> &[EditOp] {
         match self {
             Action::Edit(ops) | Action::Create(ops) | Action::Delete(ops) => ops,
+            Action::Remove => &[],
         }
     }
 }
@@ -165,6 +176,8 @@ pub enum EditOp {
     SearchReplace(Block),
     /// A unified diff hunk.
     Hunk(Hunk),
+    /// A hashline anchor edit.
+    Anchor(AnchorEdit),
 }
 
 impl EditOp {
@@ -173,6 +186,7 @@ impl EditOp {
         match self {
             EditOp::SearchReplace(b) => b.source_line,
             EditOp::Hunk(h) => h.source_line,
+            EditOp::Anchor(a) => a.source_line,
         }
     }
 
@@ -181,13 +195,14 @@ impl EditOp {
         match self {
             EditOp::SearchReplace(_) => crate::report::EditKind::Block,
             EditOp::Hunk(_) => crate::report::EditKind::Hunk,
+            EditOp::Anchor(_) => crate::report::EditKind::Anchor,
         }
     }
 
     /// The 0-based line the edit says it starts at, when it says (a hunk header).
     pub fn stated_line(&self) -> Option<usize> {
         match self {
-            EditOp::SearchReplace(_) => None,
+            EditOp::SearchReplace(_) | EditOp::Anchor(_) => None,
             EditOp::Hunk(h) => h.stated_start(),
         }
     }
@@ -201,6 +216,7 @@ impl EditOp {
         match self {
             EditOp::SearchReplace(b) => SearchReplace.resolve(b, doc, ctx),
             EditOp::Hunk(h) => UnifiedDiff.resolve(h, doc, ctx),
+            EditOp::Anchor(a) => Hashline.resolve(a, doc, ctx),
         }
     }
 }
@@ -218,6 +234,9 @@ pub struct ResolveContext<'a> {
     /// Whether the document is known to be exactly the content the edit was
     /// written against (a git blob id matched), so stated line numbers are exact.
     pub verified: bool,
+    /// The file as the model last saw it, when the caller knows (the agent's
+    /// read): hashline anchors whose lines moved are relocated by its content.
+    pub seen: Option<&'a Document>,
 }
 
 impl<'a> ResolveContext<'a> {
@@ -228,6 +247,7 @@ impl<'a> ResolveContext<'a> {
             matching,
             offset: 0,
             verified: false,
+            seen: None,
         }
     }
 }
@@ -308,17 +328,21 @@ pub enum Format {
     SearchReplace,
     /// Unified diffs (`diff -u`, `git diff`).
     UnifiedDiff,
+    /// Hashline anchors: `LINE:HASH` references instead of quoted text.
+    Hashline,
 }
 
 impl Format {
     /// Every format, in the order `lancet formats` lists them.
-    pub const ALL: &'static [Format] = &[Format::SearchReplace, Format::UnifiedDiff];
+    pub const ALL: &'static [Format] =
+        &[Format::SearchReplace, Format::UnifiedDiff, Format::Hashline];
 
     /// The command-line name.
     pub fn name(self) -> &'static str {
         match self {
             Format::SearchReplace => SearchReplace.name(),
             Format::UnifiedDiff => UnifiedDiff.name(),
+            Format::Hashline => Hashline.name(),
         }
     }
 
@@ -336,6 +360,9 @@ impl Format {
             Format::UnifiedDiff => {
                 "unified diffs (diff -u, git diff): hunks of context, removed and added lines"
             }
+            Format::Hashline => {
+                "hashline anchors: the model sees LINE:HASH|code and edits lines by anchor"
+            }
         }
     }
 
@@ -349,6 +376,7 @@ impl Format {
         let found = [
             (search_replace::looks_like(input), Format::SearchReplace),
             (udiff::looks_like(input), Format::UnifiedDiff),
+            (hashline::looks_like(input), Format::Hashline),
         ];
         found
             .iter()
@@ -381,6 +409,20 @@ impl Format {
                 }
             }
             Format::UnifiedDiff => udiff::parse_diff(input, diff),
+            Format::Hashline => {
+                if input.trim_start().starts_with('{') {
+                    let value: serde_json::Value =
+                        serde_json::from_str(input.trim()).map_err(|_| {
+                            ParseError::BadArguments {
+                                field: "json".into(),
+                                expected: "a JSON object",
+                            }
+                        })?;
+                    Hashline.parse_tool_call(&value)
+                } else {
+                    Hashline.parse(input)
+                }
+            }
         }
     }
 
@@ -389,6 +431,7 @@ impl Format {
         match self {
             Format::SearchReplace => SearchReplace.parse_tool_call(args),
             Format::UnifiedDiff => UnifiedDiff.parse_tool_call(args),
+            Format::Hashline => Hashline.parse_tool_call(args),
         }
     }
 
@@ -397,6 +440,7 @@ impl Format {
         match self {
             Format::SearchReplace => SearchReplace.render(path, before, after),
             Format::UnifiedDiff => UnifiedDiff.render(path, before, after),
+            Format::Hashline => Hashline.render(path, before, after),
         }
     }
 
@@ -405,6 +449,7 @@ impl Format {
         match self {
             Format::SearchReplace => SearchReplace.view(doc, lines),
             Format::UnifiedDiff => UnifiedDiff.view(doc, lines),
+            Format::Hashline => Hashline.view(doc, lines),
         }
     }
 
@@ -413,6 +458,7 @@ impl Format {
         match self {
             Format::SearchReplace => SearchReplace.instructions(),
             Format::UnifiedDiff => UnifiedDiff.instructions(),
+            Format::Hashline => Hashline.instructions(),
         }
     }
 }

@@ -57,6 +57,7 @@ impl FormatChoice {
         match self {
             FormatChoice::SearchReplace => Some(Format::SearchReplace),
             FormatChoice::Udiff => Some(Format::UnifiedDiff),
+            FormatChoice::Hashline => Some(Format::Hashline),
             _ => None,
         }
     }

@@ -1,0 +1,742 @@
+//! Hashline: the model sees every line as `LINE:HASH|content` and edits by
+//! anchor instead of retyping old text. The spec is `edit-formats/hashline.md`.
+//!
+//! The hash is 3 letters from a 16-letter alphabet (4,096 values) over the
+//! line without its ending and trailing whitespace. Collisions are tolerated:
+//! the line number identifies the line, the hash only proves the model saw
+//! the current content.
+//!
+//! Every anchor of an edit is verified before anything is written. An anchor
+//! whose hash no longer matches is **relocated** only when the content it
+//! stood for is known (echoed after `|`, or from the version the caller says
+//! the model saw) and occurs exactly once within a window around the stated
+//! line; relocation compares content, never the hash alone. Otherwise the
+//! edit is stale, and the feedback shows fresh anchors around each stale one.
+//!
+//! Repairs (each reported): anchor prefixes echoed into every payload line
+//! are stripped; a range replacement whose payload restates the lines just
+//! before *and* after the range drops both echoes; an insertion whose payload
+//! restates its anchor line does not duplicate it.
+
+use std::ops::Range;
+
+use serde_json::Value;
+use xxhash_rust::xxh3::xxh3_64;
+
+use super::{
+    Action, EditFormat, EditOp, FileChange, ParseError, Patch, Resolution, ResolveContext,
+};
+use crate::matcher::Tier;
+use crate::report::{EditError, EditStatus, Warning};
+use crate::splice::{self, Piece};
+use crate::text::Document;
+
+/// The hashline format.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Hashline;
+
+/// Letters chosen not to look like hex digits or common code (as oh-my-pi's v2).
+const ALPHABET: &[u8; 16] = b"ZPMQVRWSNKTXJBYH";
+
+/// How far (in lines, each way) an anchor is looked for when its line moved.
+pub(crate) const RELOCATION_WINDOW: usize = 20;
+
+/// The 3-letter hash of a line (its content without ending or trailing whitespace).
+pub fn line_hash(line: &str) -> String {
+    let h = xxh3_64(line.trim_end().as_bytes());
+    (0..3)
+        .map(|k| ALPHABET[((h >> (k * 4)) & 0xF) as usize] as char)
+        .collect()
+}
+
+/// A reference to a line: `40:ZPM`, optionally with the content echoed (`40:ZPM|code`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Anchor {
+    /// 1-based line number.
+    pub line: usize,
+    /// The hash as written (upper case).
+    pub hash: String,
+    /// The line's content, when the model echoed it.
+    pub content: Option<String>,
+}
+
+impl Anchor {
+    /// Parses `LINE:HASH` or `LINE:HASH|content`.
+    pub fn parse(s: &str) -> Option<Anchor> {
+        let s = s.trim_start();
+        let (head, content) = match s.split_once('|') {
+            Some((h, c)) => (h.trim(), Some(c.to_owned())),
+            None => (s.trim(), None),
+        };
+        let (line, hash) = head.split_once(':')?;
+        let line: usize = line.trim().parse().ok().filter(|&l| l >= 1)?;
+        let hash = hash.trim().to_ascii_uppercase();
+        if hash.is_empty() || hash.len() > 8 || !hash.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return None;
+        }
+        Some(Anchor {
+            line,
+            hash,
+            content,
+        })
+    }
+
+    fn text(&self) -> String {
+        format!("{}:{}", self.line, self.hash)
+    }
+}
+
+/// One hashline edit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AnchorOp {
+    /// Replace lines `start..=end` (an empty payload deletes them).
+    Replace {
+        /// First line.
+        start: Anchor,
+        /// Last line (the same as `start` for one line).
+        end: Anchor,
+        /// The new lines.
+        lines: Vec<String>,
+    },
+    /// Insert after a line.
+    InsertAfter {
+        /// The line.
+        anchor: Anchor,
+        /// The new lines.
+        lines: Vec<String>,
+    },
+    /// Insert before a line.
+    InsertBefore {
+        /// The line.
+        anchor: Anchor,
+        /// The new lines.
+        lines: Vec<String>,
+    },
+    /// Replace the whole file (or create it).
+    SetFile {
+        /// The file's lines.
+        lines: Vec<String>,
+    },
+}
+
+/// An anchor edit with where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnchorEdit {
+    /// The operation.
+    pub op: AnchorOp,
+    /// 1-based input line of the directive (0 for JSON).
+    pub source_line: usize,
+}
+
+// ------------------------------------------------------------------ parsing
+
+/// A directive line: `@@ file PATH`, `@@ replace A [B]`, `@@ insert after A`,
+/// `@@ insert before A`, `@@ delete A [B]`, `@@ set file`, `@@ delete file`.
+#[derive(Debug)]
+enum Directive {
+    File(String),
+    Replace(Anchor, Anchor),
+    Delete(Anchor, Anchor),
+    After(Anchor),
+    Before(Anchor),
+    SetFile,
+    DeleteFile,
+}
+
+fn anchors(rest: &str) -> Option<(Anchor, Anchor)> {
+    let rest = rest.trim();
+    let parts: Vec<&str> = rest
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .flat_map(|p| p.split(".."))
+        .filter(|p| !p.is_empty())
+        .collect();
+    let first = Anchor::parse(parts.first()?)?;
+    let second = match parts.get(1) {
+        Some(p) => Anchor::parse(p.trim_start_matches('-'))?,
+        None => first.clone(),
+    };
+    Some((first, second))
+}
+
+fn directive(line: &str) -> Option<Result<Directive, ()>> {
+    let rest = line.strip_prefix("@@ ")?.trim();
+    let lower = rest.to_ascii_lowercase();
+    let after = |prefix: &str| rest.get(prefix.len()..).map(str::trim);
+    Some(if lower == "set file" {
+        Ok(Directive::SetFile)
+    } else if lower == "delete file" {
+        Ok(Directive::DeleteFile)
+    } else if lower.starts_with("file ") {
+        Ok(Directive::File(after("file ").unwrap_or("").to_owned()))
+    } else if lower.starts_with("replace ") {
+        anchors(after("replace ").unwrap_or(""))
+            .map(|(a, b)| Directive::Replace(a, b))
+            .ok_or(())
+    } else if lower.starts_with("delete ") {
+        anchors(after("delete ").unwrap_or(""))
+            .map(|(a, b)| Directive::Delete(a, b))
+            .ok_or(())
+    } else if lower.starts_with("insert after ") {
+        Anchor::parse(after("insert after ").unwrap_or(""))
+            .map(Directive::After)
+            .ok_or(())
+    } else if lower.starts_with("insert before ") {
+        Anchor::parse(after("insert before ").unwrap_or(""))
+            .map(Directive::Before)
+            .ok_or(())
+    } else {
+        return None;
+    })
+}
+
+/// Whether `input` uses the hashline text syntax: the first directive's line.
+pub(crate) fn looks_like(input: &str) -> Option<usize> {
+    input
+        .lines()
+        .position(|l| matches!(directive(l), Some(Ok(_))))
+}
+
+fn parse_text(input: &str) -> Result<Patch, ParseError> {
+    let lines: Vec<&str> = input
+        .split('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+        .collect();
+    let mut changes: Vec<FileChange> = Vec::new();
+    let mut path: Option<String> = None;
+    let mut i = 0;
+    while i < lines.len() {
+        let Some(d) = directive(lines[i]) else {
+            i += 1;
+            continue;
+        };
+        let at = i + 1;
+        let d = d.map_err(|()| ParseError::BadDirective { line: at })?;
+        // The payload: `+` lines up to the next directive (other lines are separators or prose).
+        let mut payload = Vec::new();
+        i += 1;
+        while i < lines.len() && directive(lines[i]).is_none() {
+            if let Some(l) = lines[i].strip_prefix('+') {
+                payload.push(l.to_owned());
+            }
+            i += 1;
+        }
+        let op = match d {
+            Directive::File(p) => {
+                path = Some(p);
+                continue;
+            }
+            Directive::DeleteFile => {
+                changes.push(FileChange {
+                    action: Action::Remove,
+                    ..FileChange::edit(path.clone(), Vec::new())
+                });
+                continue;
+            }
+            Directive::Replace(start, end) => AnchorOp::Replace {
+                start,
+                end,
+                lines: payload,
+            },
+            Directive::Delete(start, end) => AnchorOp::Replace {
+                start,
+                end,
+                lines: Vec::new(),
+            },
+            Directive::After(anchor) => AnchorOp::InsertAfter {
+                anchor,
+                lines: payload,
+            },
+            Directive::Before(anchor) => AnchorOp::InsertBefore {
+                anchor,
+                lines: payload,
+            },
+            Directive::SetFile => AnchorOp::SetFile { lines: payload },
+        };
+        push(
+            &mut changes,
+            path.clone(),
+            EditOp::Anchor(AnchorEdit {
+                op,
+                source_line: at,
+            }),
+        );
+    }
+    if changes.is_empty() {
+        return Err(ParseError::NoEdits);
+    }
+    Ok(Patch { changes })
+}
+
+fn push(changes: &mut Vec<FileChange>, path: Option<String>, op: EditOp) {
+    if let Some(last) = changes.last_mut() {
+        if let (true, Action::Edit(ops)) = (last.path == path, &mut last.action) {
+            ops.push(op);
+            return;
+        }
+    }
+    changes.push(FileChange::edit(path, vec![op]));
+}
+
+fn parse_json(args: &Value) -> Result<Patch, ParseError> {
+    let bad = |field: &str, expected: &'static str| ParseError::BadArguments {
+        field: field.to_owned(),
+        expected,
+    };
+    let obj = args
+        .as_object()
+        .ok_or_else(|| bad("json", "a JSON object"))?;
+    let path = ["path", "file_path"]
+        .iter()
+        .find_map(|k| obj.get(*k))
+        .map(|v| {
+            v.as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| bad("path", "a string"))
+        })
+        .transpose()?;
+    let edits = obj
+        .get("edits")
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad("edits", "an array of {op, …} objects"))?;
+    let mut ops = Vec::new();
+    let mut remove = false;
+    for e in edits {
+        let o = e
+            .as_object()
+            .ok_or_else(|| bad("edits", "an array of {op, …} objects"))?;
+        let op = o.get("op").and_then(Value::as_str).ok_or_else(|| {
+            bad(
+                "op",
+                "one of replace, insert_after, insert_before, delete, set_file, delete_file",
+            )
+        })?;
+        let anchor = |k: &str| -> Result<Anchor, ParseError> {
+            o.get(k)
+                .and_then(Value::as_str)
+                .and_then(Anchor::parse)
+                .ok_or_else(|| bad(k, "an anchor such as \"12:ZPM\""))
+        };
+        let lines = || -> Result<Vec<String>, ParseError> {
+            match o.get("lines").or_else(|| o.get("content")) {
+                None | Some(Value::Null) => Ok(Vec::new()),
+                Some(Value::String(s)) => Ok(split_payload(s)),
+                Some(Value::Array(a)) => a
+                    .iter()
+                    .map(|v| {
+                        v.as_str()
+                            .map(str::to_owned)
+                            .ok_or_else(|| bad("lines", "an array of strings"))
+                    })
+                    .collect(),
+                Some(_) => Err(bad("lines", "an array of strings")),
+            }
+        };
+        let op = match op {
+            "replace" => {
+                let start = anchor("start").or_else(|_| anchor("anchor"))?;
+                let end = anchor("end").unwrap_or_else(|_| start.clone());
+                AnchorOp::Replace {
+                    start,
+                    end,
+                    lines: lines()?,
+                }
+            }
+            "delete" => {
+                let start = anchor("start").or_else(|_| anchor("anchor"))?;
+                let end = anchor("end").unwrap_or_else(|_| start.clone());
+                AnchorOp::Replace {
+                    start,
+                    end,
+                    lines: Vec::new(),
+                }
+            }
+            "insert_after" | "append" => AnchorOp::InsertAfter {
+                anchor: anchor("anchor")?,
+                lines: lines()?,
+            },
+            "insert_before" | "prepend" => AnchorOp::InsertBefore {
+                anchor: anchor("anchor")?,
+                lines: lines()?,
+            },
+            "set_file" => AnchorOp::SetFile { lines: lines()? },
+            "delete_file" => {
+                remove = true;
+                continue;
+            }
+            _ => {
+                return Err(bad(
+                    "op",
+                    "one of replace, insert_after, insert_before, delete, set_file, delete_file",
+                ));
+            }
+        };
+        ops.push(EditOp::Anchor(AnchorEdit { op, source_line: 0 }));
+    }
+    let mut changes = Vec::new();
+    if !ops.is_empty() {
+        changes.push(FileChange::edit(path.clone(), ops));
+    }
+    if remove {
+        changes.push(FileChange {
+            action: Action::Remove,
+            ..FileChange::edit(path, Vec::new())
+        });
+    }
+    if changes.is_empty() {
+        return Err(ParseError::NoEdits);
+    }
+    Ok(Patch { changes })
+}
+
+fn split_payload(s: &str) -> Vec<String> {
+    if s.is_empty() {
+        return Vec::new();
+    }
+    let s = s.strip_suffix('\n').unwrap_or(s);
+    s.split('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l).to_owned())
+        .collect()
+}
+
+// ------------------------------------------------------------------ resolving
+
+/// The 0-based line an anchor stands for now, after verifying (and, when the
+/// content is known, relocating) it; `Err(())` when stale.
+fn verify(
+    doc: &Document,
+    a: &Anchor,
+    seen: Option<&Document>,
+    warnings: &mut Vec<Warning>,
+) -> Result<usize, ()> {
+    let i = a.line - 1;
+    if i < doc.line_count() && line_hash(doc.line(i)) == a.hash {
+        return Ok(i);
+    }
+    // What the line held when the model saw it: echoed, or from the seen version.
+    let content = a.content.clone().or_else(|| {
+        seen.filter(|s| i < s.line_count() && line_hash(s.line(i)) == a.hash)
+            .map(|s| s.line(i).to_owned())
+    });
+    let Some(content) = content.filter(|c| line_hash(c) == a.hash) else {
+        return Err(());
+    };
+    let lo = i.saturating_sub(RELOCATION_WINDOW);
+    let hi = (i + RELOCATION_WINDOW + 1).min(doc.line_count());
+    let hits: Vec<usize> = (lo..hi)
+        .filter(|&k| doc.line(k).trim_end() == content.trim_end())
+        .collect();
+    match hits.as_slice() {
+        [k] => {
+            warnings.push(Warning::Relocated { from: i, to: *k });
+            Ok(*k)
+        }
+        _ => Err(()),
+    }
+}
+
+/// `12:ZPM|code` prefixes echoed into payload lines, removed when every non-empty line has one.
+fn strip_echoed_anchors(lines: &mut [String], warnings: &mut Vec<Warning>) {
+    let prefixed = |l: &str| -> Option<usize> {
+        let (head, _) = l.split_once('|')?;
+        Anchor::parse(head).map(|_| head.len() + 1)
+    };
+    let nonempty: Vec<&String> = lines.iter().filter(|l| !l.is_empty()).collect();
+    if nonempty.is_empty() || !nonempty.iter().all(|l| prefixed(l).is_some()) {
+        return;
+    }
+    for l in lines.iter_mut() {
+        if let Some(cut) = prefixed(l) {
+            *l = l[cut..].to_owned();
+        }
+    }
+    warnings.push(Warning::StrippedAnchors);
+}
+
+fn resolve_anchor_edit(
+    e: &AnchorEdit,
+    doc: &Document,
+    ctx: &ResolveContext<'_>,
+) -> Result<Resolution, EditError> {
+    let mut warnings = Vec::new();
+    let seen = ctx.seen;
+    let mut stale = Vec::new();
+    let mut check = |a: &Anchor, warnings: &mut Vec<Warning>| -> usize {
+        verify(doc, a, seen, warnings).unwrap_or_else(|()| {
+            if !stale.contains(&a.text()) {
+                stale.push(a.text());
+            }
+            usize::MAX
+        })
+    };
+    let (range, mut lines) = match &e.op {
+        AnchorOp::SetFile { lines } => (0..doc.line_count(), lines.clone()),
+        AnchorOp::Replace { start, end, lines } => {
+            let (s, t) = (check(start, &mut warnings), check(end, &mut warnings));
+            if stale.is_empty() && t < s {
+                return Err(EditError::AnchorOrder {
+                    start: start.text(),
+                    end: end.text(),
+                });
+            }
+            (s..t.saturating_add(1), lines.clone())
+        }
+        AnchorOp::InsertAfter { anchor, lines } => {
+            let k = check(anchor, &mut warnings);
+            (k.saturating_add(1)..k.saturating_add(1), lines.clone())
+        }
+        AnchorOp::InsertBefore { anchor, lines } => {
+            let k = check(anchor, &mut warnings);
+            (k..k, lines.clone())
+        }
+    };
+    if !stale.is_empty() {
+        return Err(EditError::StaleAnchors { anchors: stale });
+    }
+    strip_echoed_anchors(&mut lines, &mut warnings);
+    match &e.op {
+        AnchorOp::Replace { .. }
+            if lines.len() >= 2 && range.start > 0 && range.end < doc.line_count() =>
+        {
+            // Both neighbours restated: the model echoed the frame. One side alone is kept.
+            let before = doc.line(range.start - 1);
+            let after = doc.line(range.end);
+            if lines.first().is_some_and(|l| l == before)
+                && lines.last().is_some_and(|l| l == after)
+            {
+                lines.remove(0);
+                lines.pop();
+                warnings.push(Warning::BoundaryEcho);
+            }
+        }
+        AnchorOp::InsertAfter { .. } if range.start > 0 => {
+            if lines
+                .first()
+                .is_some_and(|l| l == doc.line(range.start - 1))
+                && lines.len() > 1
+            {
+                lines.remove(0);
+                warnings.push(Warning::BoundaryEcho);
+            }
+        }
+        AnchorOp::InsertBefore { .. } if range.start < doc.line_count() => {
+            if lines.last().is_some_and(|l| l == doc.line(range.start)) && lines.len() > 1 {
+                lines.pop();
+                warnings.push(Warning::BoundaryEcho);
+            }
+        }
+        _ => {}
+    }
+    // Lines the edit keeps keep their bytes: diff the range against the payload.
+    let old: Vec<&str> = range.clone().map(|i| doc.line(i)).collect();
+    let m = crate::matcher::Match {
+        range: range.clone(),
+        tier: Tier::Anchor,
+        similarity: 1.0,
+        alignment: range.clone().map(Some).collect(),
+        by_hint: false,
+    };
+    let pieces: Vec<Piece> = if old.is_empty() {
+        vec![Piece {
+            range: range.clone(),
+            lines: lines.clone(),
+        }]
+    } else {
+        splice::splice(doc, &old, &m, &splice::ops_from_diff(&old, &lines))
+    };
+    let mut r = Resolution::status(
+        if pieces
+            .iter()
+            .all(|p| p.lines.is_empty() && p.range.is_empty())
+        {
+            EditStatus::Noop
+        } else {
+            EditStatus::Applied
+        },
+    );
+    r.pieces = pieces
+        .into_iter()
+        .filter(|p| !(p.range.is_empty() && p.lines.is_empty()))
+        .collect();
+    if r.pieces.is_empty() && !lines.is_empty() || r.pieces.is_empty() && !old.is_empty() {
+        r.status = EditStatus::AlreadyApplied;
+    }
+    r.tier = Some(Tier::Anchor);
+    r.similarity = Some(1.0);
+    r.lines = Some(range);
+    r.warnings = warnings;
+    Ok(r)
+}
+
+// ------------------------------------------------------------------ view and render
+
+/// `LINE:HASH|content` for every line (or `lines`, 0-based half-open).
+pub(crate) fn view(doc: &Document, lines: Option<Range<usize>>) -> String {
+    let range = lines.unwrap_or(0..doc.line_count());
+    let end = range.end.min(doc.line_count());
+    let mut out = String::new();
+    for i in range.start.min(end)..end {
+        let l = doc.line(i);
+        out.push_str(&format!("{}:{}|{}\n", i + 1, line_hash(l), l));
+    }
+    out
+}
+
+/// The change from `before` to `after` as hashline directives against `before`.
+fn render(path: &str, before: &str, after: &str) -> String {
+    let old = Document::from_text(before);
+    let new = Document::from_text(after);
+    let old_lines: Vec<&str> = old.lines().collect();
+    let new_lines: Vec<&str> = new.lines().collect();
+    let mut out = format!("@@ file {path}\n");
+    if old_lines.is_empty() {
+        out.push_str("@@ set file\n");
+        for l in &new_lines {
+            out.push_str(&format!("+{l}\n"));
+        }
+        return out;
+    }
+    let anchor = |i: usize| format!("{}:{}", i + 1, line_hash(old_lines[i]));
+    for run in splice::line_diff(&old_lines, &new_lines) {
+        if run.equal {
+            continue;
+        }
+        let payload: String = new_lines[run.new.clone()]
+            .iter()
+            .map(|l| format!("+{l}\n"))
+            .collect();
+        if run.old.is_empty() {
+            if run.old.start == 0 {
+                out.push_str(&format!("@@ insert before {}\n{payload}", anchor(0)));
+            } else {
+                out.push_str(&format!(
+                    "@@ insert after {}\n{payload}",
+                    anchor(run.old.start - 1)
+                ));
+            }
+        } else if run.new.is_empty() {
+            out.push_str(&format!(
+                "@@ delete {} {}\n",
+                anchor(run.old.start),
+                anchor(run.old.end - 1)
+            ));
+        } else {
+            out.push_str(&format!(
+                "@@ replace {} {}\n{payload}",
+                anchor(run.old.start),
+                anchor(run.old.end - 1)
+            ));
+        }
+    }
+    out
+}
+
+impl EditFormat for Hashline {
+    type Op = AnchorEdit;
+
+    fn name(&self) -> &'static str {
+        "hashline"
+    }
+
+    fn parse(&self, input: &str) -> Result<Patch, ParseError> {
+        parse_text(input)
+    }
+
+    fn parse_tool_call(&self, args: &Value) -> Result<Patch, ParseError> {
+        parse_json(args)
+    }
+
+    fn resolve(
+        &self,
+        op: &AnchorEdit,
+        doc: &Document,
+        ctx: &ResolveContext<'_>,
+    ) -> Result<Resolution, EditError> {
+        resolve_anchor_edit(op, doc, ctx)
+    }
+
+    fn render(&self, path: &str, before: &str, after: &str) -> String {
+        render(path, before, after)
+    }
+
+    fn view(&self, doc: &Document, lines: Option<Range<usize>>) -> String {
+        view(doc, lines)
+    }
+
+    fn instructions(&self) -> &'static str {
+        include_str!("../../edit-formats/hashline.prompt.md")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matcher::MatchOptions;
+
+    fn apply(doc: &Document, text: &str) -> Result<Document, EditError> {
+        let patch = parse_text(text).map_err(|_| EditError::BlankSearch)?;
+        let opts = MatchOptions::default();
+        let ctx = ResolveContext::new(&opts);
+        let mut b = crate::edit::TextEditBuilder::new();
+        for op in patch.ops() {
+            let r = op.resolve(doc, &ctx)?;
+            for p in r.pieces {
+                b.replace(p.range, p.lines, 0);
+            }
+        }
+        Ok(doc.apply(&b.finish().map_err(|_| EditError::BlankSearch)?))
+    }
+
+    #[test]
+    fn hash_is_three_letters_of_the_alphabet() {
+        let h = line_hash("    return x  ");
+        assert_eq!(h.len(), 3);
+        assert_eq!(h, line_hash("    return x"));
+        assert!(h.bytes().all(|b| ALPHABET.contains(&b)));
+    }
+
+    #[test]
+    fn replace_insert_delete() {
+        let doc = Document::from_text("a\nb\nc\nd\n");
+        let a = |i: usize| format!("{}:{}", i + 1, line_hash(doc.line(i)));
+        let out = apply(
+            &doc,
+            &format!(
+                "@@ replace {} {}\n+B\n+C\n@@ insert after {}\n+e\n",
+                a(1),
+                a(2),
+                a(3)
+            ),
+        )
+        .unwrap();
+        assert_eq!(out.text(), "a\nB\nC\nd\ne\n");
+        let out = apply(
+            &doc,
+            &format!("@@ delete {}\n@@ insert before {}\n+z\n", a(0), a(0)),
+        )
+        .unwrap();
+        assert_eq!(out.text(), "z\nb\nc\nd\n");
+    }
+
+    #[test]
+    fn stale_anchor_refused_and_echoed_content_relocates() {
+        let doc = Document::from_text("x\ny\na\nb\n");
+        let old = Document::from_text("a\nb\n");
+        let stale = format!("@@ replace 1:{}\n+A\n", line_hash(old.line(0)));
+        assert!(matches!(
+            apply(&doc, &stale),
+            Err(EditError::StaleAnchors { .. })
+        ));
+        let echoed = format!("@@ replace 1:{}|a\n+A\n", line_hash("a"));
+        assert_eq!(apply(&doc, &echoed).unwrap().text(), "x\ny\nA\nb\n");
+    }
+
+    #[test]
+    fn boundary_echoes_dropped_only_when_both_sides_echo() {
+        let doc = Document::from_text("1\n2\n3\n4\n");
+        let a = |i: usize| format!("{}:{}", i + 1, line_hash(doc.line(i)));
+        let both = format!("@@ replace {} {}\n+1\n+two\n+three\n+4\n", a(1), a(2));
+        assert_eq!(apply(&doc, &both).unwrap().text(), "1\ntwo\nthree\n4\n");
+        let one = format!("@@ replace {} {}\n+1\n+two\n", a(1), a(2));
+        assert_eq!(apply(&doc, &one).unwrap().text(), "1\n1\ntwo\n4\n");
+    }
+}
