@@ -252,6 +252,7 @@ pub fn plan(ws: &Workspace, patch: &Patch, opts: &ApplyOptions) -> Plan {
         ok,
         written: false,
         files,
+        notes: patch.notes.clone(),
         message: String::new(),
     };
     // The feedback quotes the files as they were: borrowed, not copied.

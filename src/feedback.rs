@@ -105,6 +105,7 @@ pub fn warning(w: &Warning) -> String {
                 if *off > 0 { "below" } else { "above" }
             )
         }
+        Warning::LenientEnvelope { what } => format!("the patch was read despite {what}"),
         Warning::Relocated { from, to } => format!(
             "the anchor for line {} had moved to line {} (lines were added or removed above it); it was found by its content",
             from + 1,
@@ -371,6 +372,12 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
                 out.push_str(" view the file again.");
             }
         }
+        EditError::AnchorNotFound { anchor } => {
+            let _ = write!(
+                out,
+                "the `@@ {anchor}` line is not in {path} (or not inside the block the `@@` line before it opens). Copy an existing line such as a class or function header exactly."
+            );
+        }
         EditError::AnchorOrder { start, end } => {
             let _ = write!(
                 out,
@@ -500,6 +507,9 @@ pub fn apply_message(
         .flat_map(|f| f.edits.iter().map(move |e| (f.path.as_str(), e)))
         .collect();
     edits.sort_by_key(|(_, e)| e.index);
+    for n in &report.notes {
+        let _ = writeln!(out, "note: {}", warning(n));
+    }
     for f in &report.files {
         if let Some(line) = file_line(f) {
             let _ = writeln!(out, "{line}");
@@ -578,6 +588,9 @@ pub fn parse_error(e: &ParseError, format: Option<&str>) -> String {
         }
         ParseError::BadDirective { line } => format!(
             "Line {line} is a hashline directive whose anchors cannot be read: anchors look like `12:ZPM` (line number, colon, the 3 letters from the view). Nothing was applied."
+        ),
+        ParseError::BadPatchLine { line } => format!(
+            "Line {line} is not a patch line: inside `*** Update File:` every line starts with ` ` (context), `-`, `+`, `@@` or `***`; inside `*** Add File:` every line starts with `+`. Nothing was applied."
         ),
         ParseError::BadHunkHeader { line } => format!(
             "Line {line} starts a hunk but its header cannot be read: write `@@ -OLD_START,OLD_COUNT +NEW_START,NEW_COUNT @@` (or `@@ @@` without numbers). Nothing was applied."

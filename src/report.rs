@@ -58,6 +58,8 @@ pub enum EditKind {
     Hunk,
     /// A hashline anchor edit.
     Anchor,
+    /// An apply_patch chunk.
+    Chunk,
 }
 
 /// What became of one file.
@@ -121,6 +123,11 @@ pub enum Warning {
         from: usize,
         /// 0-based line it was found at.
         to: usize,
+    },
+    /// The patch envelope was not as the format says; it was read anyway.
+    LenientEnvelope {
+        /// What was off.
+        what: &'static str,
     },
     /// `LINE:HASH|` prefixes copied into the new lines were removed.
     StrippedAnchors,
@@ -270,6 +277,12 @@ pub enum EditError {
         /// The anchors as written (`LINE:HASH`).
         anchors: Vec<String>,
     },
+    /// An `@@` anchor line of an apply_patch chunk is not in the file (or its scope).
+    #[error("anchor not found")]
+    AnchorNotFound {
+        /// The anchor text.
+        anchor: String,
+    },
     /// A range whose end comes before its start.
     #[error("anchor range reversed")]
     AnchorOrder {
@@ -305,7 +318,9 @@ impl EditError {
     /// The status this error reports as.
     pub fn status(&self) -> EditStatus {
         match self {
-            EditError::NotFound { .. } | EditError::FileMissing => EditStatus::NotFound,
+            EditError::NotFound { .. }
+            | EditError::FileMissing
+            | EditError::AnchorNotFound { .. } => EditStatus::NotFound,
             EditError::DeleteLeavesContent { .. } => EditStatus::Conflict,
             EditError::Ambiguous { .. }
             | EditError::CountMismatch { .. }
@@ -411,6 +426,8 @@ pub struct ApplyReport {
     pub written: bool,
     /// Per file, in the order the input first names them.
     pub files: Vec<FileReport>,
+    /// What the parser forgave in the input as a whole.
+    pub notes: Vec<Warning>,
     /// The same text a model would be shown.
     pub message: String,
 }

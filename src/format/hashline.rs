@@ -264,7 +264,10 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
     if changes.is_empty() {
         return Err(ParseError::NoEdits);
     }
-    Ok(Patch { changes })
+    Ok(Patch {
+        changes,
+        notes: Vec::new(),
+    })
 }
 
 fn push(changes: &mut Vec<FileChange>, path: Option<String>, op: EditOp) {
@@ -385,7 +388,10 @@ fn parse_json(args: &Value) -> Result<Patch, ParseError> {
     if changes.is_empty() {
         return Err(ParseError::NoEdits);
     }
-    Ok(Patch { changes })
+    Ok(Patch {
+        changes,
+        notes: Vec::new(),
+    })
 }
 
 fn split_payload(s: &str) -> Vec<String> {

@@ -10,6 +10,7 @@
 //! the document. The closed [`Format`] enum is the runtime choice; adding a
 //! format means a new variant, a module, and its files under `edit-formats/`.
 
+pub(crate) mod apply_patch;
 pub(crate) mod hashline;
 pub(crate) mod search_replace;
 pub(crate) mod udiff;
@@ -21,6 +22,7 @@ use crate::report::{EditError, EditStatus, Warning};
 use crate::splice::Piece;
 use crate::text::Document;
 
+pub use apply_patch::{ApplyPatch, Chunk};
 pub use hashline::{Anchor, AnchorEdit, AnchorOp, Hashline, line_hash};
 pub use search_replace::{Block, SearchReplace, Split};
 pub use udiff::{DiffOptions, Hunk, HunkLine, UnifiedDiff, render_unified};
@@ -80,6 +82,12 @@ pub enum ParseError {
     #[error("line {line}: bad directive")]
     BadDirective {
         /// Line of the directive.
+        line: usize,
+    },
+    /// A line inside an apply_patch section that is none of ` `, `-`, `+`, `@@`, `***`.
+    #[error("line {line}: not a patch line")]
+    BadPatchLine {
+        /// The line.
         line: usize,
     },
     /// Something the format has but lancet does not do.
@@ -154,6 +162,8 @@ impl FileChange {
 pub struct Patch {
     /// The changes. Several may name the same file; they are applied together.
     pub changes: Vec<FileChange>,
+    /// What the parser forgave (a loose envelope), to tell the model.
+    pub notes: Vec<Warning>,
 }
 
 impl Patch {
@@ -178,6 +188,8 @@ pub enum EditOp {
     Hunk(Hunk),
     /// A hashline anchor edit.
     Anchor(AnchorEdit),
+    /// An apply_patch chunk.
+    Chunk(Chunk),
 }
 
 impl EditOp {
@@ -187,6 +199,7 @@ impl EditOp {
             EditOp::SearchReplace(b) => b.source_line,
             EditOp::Hunk(h) => h.source_line,
             EditOp::Anchor(a) => a.source_line,
+            EditOp::Chunk(c) => c.source_line,
         }
     }
 
@@ -196,13 +209,14 @@ impl EditOp {
             EditOp::SearchReplace(_) => crate::report::EditKind::Block,
             EditOp::Hunk(_) => crate::report::EditKind::Hunk,
             EditOp::Anchor(_) => crate::report::EditKind::Anchor,
+            EditOp::Chunk(_) => crate::report::EditKind::Chunk,
         }
     }
 
     /// The 0-based line the edit says it starts at, when it says (a hunk header).
     pub fn stated_line(&self) -> Option<usize> {
         match self {
-            EditOp::SearchReplace(_) | EditOp::Anchor(_) => None,
+            EditOp::SearchReplace(_) | EditOp::Anchor(_) | EditOp::Chunk(_) => None,
             EditOp::Hunk(h) => h.stated_start(),
         }
     }
@@ -217,6 +231,7 @@ impl EditOp {
             EditOp::SearchReplace(b) => SearchReplace.resolve(b, doc, ctx),
             EditOp::Hunk(h) => UnifiedDiff.resolve(h, doc, ctx),
             EditOp::Anchor(a) => Hashline.resolve(a, doc, ctx),
+            EditOp::Chunk(c) => ApplyPatch.resolve(c, doc, ctx),
         }
     }
 }
@@ -330,12 +345,18 @@ pub enum Format {
     UnifiedDiff,
     /// Hashline anchors: `LINE:HASH` references instead of quoted text.
     Hashline,
+    /// Codex-style `*** Begin Patch` envelopes.
+    ApplyPatch,
 }
 
 impl Format {
     /// Every format, in the order `lancet formats` lists them.
-    pub const ALL: &'static [Format] =
-        &[Format::SearchReplace, Format::UnifiedDiff, Format::Hashline];
+    pub const ALL: &'static [Format] = &[
+        Format::SearchReplace,
+        Format::UnifiedDiff,
+        Format::Hashline,
+        Format::ApplyPatch,
+    ];
 
     /// The command-line name.
     pub fn name(self) -> &'static str {
@@ -343,6 +364,7 @@ impl Format {
             Format::SearchReplace => SearchReplace.name(),
             Format::UnifiedDiff => UnifiedDiff.name(),
             Format::Hashline => Hashline.name(),
+            Format::ApplyPatch => ApplyPatch.name(),
         }
     }
 
@@ -363,6 +385,9 @@ impl Format {
             Format::Hashline => {
                 "hashline anchors: the model sees LINE:HASH|code and edits lines by anchor"
             }
+            Format::ApplyPatch => {
+                "Codex-style *** Begin Patch envelopes: add, update (with @@ anchors), move and delete files"
+            }
         }
     }
 
@@ -377,6 +402,7 @@ impl Format {
             (search_replace::looks_like(input), Format::SearchReplace),
             (udiff::looks_like(input), Format::UnifiedDiff),
             (hashline::looks_like(input), Format::Hashline),
+            (apply_patch::looks_like(input), Format::ApplyPatch),
         ];
         found
             .iter()
@@ -423,6 +449,7 @@ impl Format {
                     Hashline.parse(input)
                 }
             }
+            Format::ApplyPatch => ApplyPatch.parse(input),
         }
     }
 
@@ -432,6 +459,7 @@ impl Format {
             Format::SearchReplace => SearchReplace.parse_tool_call(args),
             Format::UnifiedDiff => UnifiedDiff.parse_tool_call(args),
             Format::Hashline => Hashline.parse_tool_call(args),
+            Format::ApplyPatch => ApplyPatch.parse_tool_call(args),
         }
     }
 
@@ -441,6 +469,7 @@ impl Format {
             Format::SearchReplace => SearchReplace.render(path, before, after),
             Format::UnifiedDiff => UnifiedDiff.render(path, before, after),
             Format::Hashline => Hashline.render(path, before, after),
+            Format::ApplyPatch => ApplyPatch.render(path, before, after),
         }
     }
 
@@ -450,6 +479,7 @@ impl Format {
             Format::SearchReplace => SearchReplace.view(doc, lines),
             Format::UnifiedDiff => UnifiedDiff.view(doc, lines),
             Format::Hashline => Hashline.view(doc, lines),
+            Format::ApplyPatch => ApplyPatch.view(doc, lines),
         }
     }
 
@@ -459,6 +489,7 @@ impl Format {
             Format::SearchReplace => SearchReplace.instructions(),
             Format::UnifiedDiff => UnifiedDiff.instructions(),
             Format::Hashline => Hashline.instructions(),
+            Format::ApplyPatch => ApplyPatch.instructions(),
         }
     }
 }

@@ -317,7 +317,10 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
     if changes.is_empty() {
         return Err(ParseError::NoEdits);
     }
-    Ok(Patch { changes })
+    Ok(Patch {
+        changes,
+        notes: Vec::new(),
+    })
 }
 
 /// Drops a BOM the model copied into a block's first line: the document keeps
@@ -416,6 +419,7 @@ fn parse_json(args: &Value) -> Result<Patch, ParseError> {
         return Err(ParseError::NoEdits);
     }
     Ok(Patch {
+        notes: Vec::new(),
         changes: vec![FileChange::edit(
             path,
             blocks.into_iter().map(EditOp::SearchReplace).collect(),
@@ -1214,30 +1218,17 @@ impl EditFormat for SearchReplace {
     }
 }
 
-/// Writes the change from `before` to `after` as blocks whose SEARCH is unique in `before`.
-fn render_blocks(path: &str, before: &str, after: &str) -> String {
+/// The change from `before` to `after` as `(old lines, new lines)` blocks
+/// whose old lines are unique in `before` (context widened until they are),
+/// in file order. Shared by the formats that quote old text.
+pub(crate) fn change_blocks(before: &str, after: &str) -> Vec<(Vec<String>, Vec<String>)> {
     let old = Document::from_text(before);
     let new = Document::from_text(after);
     let old_lines: Vec<&str> = old.lines().collect();
     let new_lines: Vec<&str> = new.lines().collect();
-    let mut out = String::new();
-    let block = |out: &mut String, s: &[&str], r: &[&str]| {
-        out.push_str(path);
-        out.push_str("\n```\n<<<<<<< SEARCH\n");
-        for l in s {
-            out.push_str(&escape(l));
-            out.push('\n');
-        }
-        out.push_str("=======\n");
-        for l in r {
-            out.push_str(&escape(l));
-            out.push('\n');
-        }
-        out.push_str(">>>>>>> REPLACE\n```\n\n");
-    };
+    let owned = |v: &[&str]| v.iter().map(|l| (*l).to_owned()).collect::<Vec<String>>();
     if old_lines.is_empty() {
-        block(&mut out, &[], &new_lines);
-        return out;
+        return vec![(Vec::new(), owned(&new_lines))];
     }
     let diff = splice::line_diff(&old_lines, &new_lines);
     // Changed stretches, in old-line coordinates.
@@ -1281,9 +1272,31 @@ fn render_blocks(path: &str, before: &str, after: &str) -> String {
             .find(|r| r.equal && r.old.start < i && i < r.old.end)
             .map_or(new_lines.len(), |r| r.new.start + (i - r.old.start))
     };
-    for o in spans {
-        let n = map(o.start, false)..map(o.end, true);
-        block(&mut out, &old_lines[o], &new_lines[n]);
+    spans
+        .into_iter()
+        .map(|o| {
+            let n = map(o.start, false)..map(o.end, true);
+            (owned(&old_lines[o]), owned(&new_lines[n]))
+        })
+        .collect()
+}
+
+/// Writes the change from `before` to `after` as blocks whose SEARCH is unique in `before`.
+fn render_blocks(path: &str, before: &str, after: &str) -> String {
+    let mut out = String::new();
+    for (s, r) in change_blocks(before, after) {
+        out.push_str(path);
+        out.push_str("\n```\n<<<<<<< SEARCH\n");
+        for l in &s {
+            out.push_str(&escape(l));
+            out.push('\n');
+        }
+        out.push_str("=======\n");
+        for l in &r {
+            out.push_str(&escape(l));
+            out.push('\n');
+        }
+        out.push_str(">>>>>>> REPLACE\n```\n\n");
     }
     out
 }

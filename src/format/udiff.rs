@@ -462,7 +462,10 @@ fn parse_text(input: &str, opts: DiffOptions) -> Result<Patch, ParseError> {
     if changes.is_empty() {
         return Err(ParseError::NoEdits);
     }
-    Ok(Patch { changes })
+    Ok(Patch {
+        changes,
+        notes: Vec::new(),
+    })
 }
 
 /// Strips `n` leading components.

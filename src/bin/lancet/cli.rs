@@ -58,6 +58,7 @@ impl FormatChoice {
             FormatChoice::SearchReplace => Some(Format::SearchReplace),
             FormatChoice::Udiff => Some(Format::UnifiedDiff),
             FormatChoice::Hashline => Some(Format::Hashline),
+            FormatChoice::ApplyPatch => Some(Format::ApplyPatch),
             _ => None,
         }
     }

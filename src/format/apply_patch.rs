@@ -1,0 +1,630 @@
+//! Codex-style `apply_patch`: `*** Begin Patch` / `*** End Patch` around
+//! `*** Add File:`, `*** Update File:` (with `*** Move to:`) and `*** Delete
+//! File:` sections; updates are chunks of ` `/`-`/`+` lines, each optionally
+//! opened by `@@ anchor` lines that narrow where it applies. The spec is
+//! `edit-formats/apply-patch.md`.
+//!
+//! Better than the original where its users asked: context lines keep the
+//! file's bytes after a tolerant match; a chunk of only `+` lines after an
+//! `@@` anchor goes right after the anchor, not at the end of the file;
+//! stacked anchors narrow in order, each to the block under the previous one
+//! (its indented body); a chunk that matches in two places is refused, never
+//! applied at the first; and, through the engine, a failing patch writes
+//! nothing (moves and additions included). The envelope is read leniently:
+//! padding, a heredoc wrapper or a missing end marker are accepted with a note.
+
+use std::ops::Range;
+
+use serde_json::Value;
+
+use super::udiff::HunkLine;
+use super::{
+    Action, EditFormat, EditOp, FileChange, ParseError, Patch, Resolution, ResolveContext,
+};
+use crate::matcher::{
+    self, Candidate, Match, MatchError, MatchOptions, Tier, indent_width, split_indent,
+};
+use crate::report::{EditError, EditStatus, Warning};
+use crate::splice::{self, Op, Piece};
+use crate::text::Document;
+
+/// The apply_patch format.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApplyPatch;
+
+/// One chunk of an `*** Update File:` section (or the body of an `*** Add File:`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    /// `@@ …` anchor lines, outermost first.
+    pub anchors: Vec<String>,
+    /// The body.
+    pub lines: Vec<HunkLine>,
+    /// `*** End of File`: the chunk ends at the end of the file.
+    pub end_of_file: bool,
+    /// 1-based input line where the chunk starts.
+    pub source_line: usize,
+}
+
+// ------------------------------------------------------------------ parsing
+
+fn header<'a>(line: &'a str, name: &str) -> Option<&'a str> {
+    line.trim().strip_prefix(name).map(str::trim)
+}
+
+/// The first line of an apply_patch envelope or section header, if any.
+pub(crate) fn looks_like(input: &str) -> Option<usize> {
+    input.lines().position(|l| {
+        let t = l.trim();
+        t == "*** Begin Patch"
+            || t.starts_with("*** Update File:")
+            || t.starts_with("*** Add File:")
+            || t.starts_with("*** Delete File:")
+    })
+}
+
+/// `EOF`, `PATCH`, `END_PATCH`: the word that closes a shell heredoc.
+fn is_heredoc_end(line: &str) -> bool {
+    let t = line.trim();
+    !t.is_empty() && t.len() <= 16 && t.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+}
+
+fn parse_text(input: &str) -> Result<Patch, ParseError> {
+    let lines: Vec<&str> = input
+        .split('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+        .collect();
+    let mut notes = Vec::new();
+    let begin = lines.iter().position(|l| l.trim() == "*** Begin Patch");
+    if begin.is_some_and(|b| lines[b] != "*** Begin Patch") {
+        notes.push(Warning::LenientEnvelope {
+            what: "padded `*** Begin Patch`",
+        });
+    }
+    let start = match begin {
+        Some(b) => b + 1,
+        None => {
+            let first = looks_like(input).ok_or(ParseError::NoEdits)?;
+            notes.push(Warning::LenientEnvelope {
+                what: "no `*** Begin Patch` line",
+            });
+            first
+        }
+    };
+    let end = lines[start..]
+        .iter()
+        .position(|l| l.trim() == "*** End Patch")
+        .map(|e| e + start);
+    if end.is_none() {
+        notes.push(Warning::LenientEnvelope {
+            what: "no `*** End Patch` line",
+        });
+    }
+    let mut stop = end.unwrap_or(lines.len());
+    if end.is_none() {
+        // A heredoc wrapper's closing word (`EOF`, `PATCH`) after the last section.
+        let last = lines[start..stop]
+            .iter()
+            .rposition(|l| !l.trim().is_empty())
+            .map(|k| k + start);
+        if let Some(k) = last.filter(|&k| is_heredoc_end(lines[k])) {
+            notes.push(Warning::LenientEnvelope {
+                what: "a heredoc wrapper",
+            });
+            stop = k;
+        }
+    }
+    let body = &lines[start..stop];
+    let mut changes = Vec::new();
+    let mut i = 0;
+    while i < body.len() {
+        let at = start + i + 1;
+        let line = body[i];
+        if let Some(path) = header(line, "*** Add File:") {
+            let mut added = Vec::new();
+            i += 1;
+            while i < body.len() && !body[i].trim_start().starts_with("*** ") {
+                match body[i].strip_prefix('+') {
+                    Some(l) => added.push(HunkLine::Add(l.to_owned())),
+                    None if body[i].trim().is_empty() => {}
+                    None => {
+                        return Err(ParseError::BadPatchLine {
+                            line: start + i + 1,
+                        });
+                    }
+                }
+                i += 1;
+            }
+            let chunk = Chunk {
+                anchors: Vec::new(),
+                lines: added,
+                end_of_file: false,
+                source_line: at,
+            };
+            changes.push(FileChange {
+                action: Action::Create(vec![EditOp::Chunk(chunk)]),
+                ..FileChange::edit(Some(path.to_owned()), Vec::new())
+            });
+        } else if let Some(path) = header(line, "*** Delete File:") {
+            changes.push(FileChange {
+                action: Action::Remove,
+                ..FileChange::edit(Some(path.to_owned()), Vec::new())
+            });
+            i += 1;
+        } else if let Some(path) = header(line, "*** Update File:") {
+            i += 1;
+            let mut rename_to = None;
+            if let Some(to) = body.get(i).and_then(|l| header(l, "*** Move to:")) {
+                rename_to = Some(to.to_owned());
+                i += 1;
+            }
+            let mut chunks: Vec<Chunk> = Vec::new();
+            let mut current = Chunk {
+                anchors: Vec::new(),
+                lines: Vec::new(),
+                end_of_file: false,
+                source_line: start + i + 1,
+            };
+            while i < body.len() {
+                let l = body[i];
+                let t = l.trim();
+                if t == "*** End of File" {
+                    current.end_of_file = true;
+                    i += 1;
+                    continue;
+                }
+                if t.starts_with("*** ") {
+                    break;
+                }
+                if let Some(anchor) = l.strip_prefix("@@") {
+                    if !current.lines.is_empty() {
+                        chunks.push(std::mem::replace(
+                            &mut current,
+                            Chunk {
+                                anchors: Vec::new(),
+                                lines: Vec::new(),
+                                end_of_file: false,
+                                source_line: start + i + 1,
+                            },
+                        ));
+                    }
+                    let anchor = anchor.trim();
+                    if !anchor.is_empty() {
+                        current.anchors.push(anchor.to_owned());
+                    }
+                } else {
+                    match l.chars().next() {
+                        Some(' ') => current.lines.push(HunkLine::Context(l[1..].to_owned())),
+                        Some('-') => current.lines.push(HunkLine::Remove(l[1..].to_owned())),
+                        Some('+') => current.lines.push(HunkLine::Add(l[1..].to_owned())),
+                        // A blank line between chunks, or an empty context line a tool trimmed.
+                        None => {
+                            if !current.lines.is_empty() {
+                                current.lines.push(HunkLine::Context(String::new()));
+                            }
+                        }
+                        _ => {
+                            return Err(ParseError::BadPatchLine {
+                                line: start + i + 1,
+                            });
+                        }
+                    }
+                }
+                i += 1;
+            }
+            // Blank lines after a chunk's last change separate chunks; they are not context.
+            while matches!(current.lines.last(), Some(HunkLine::Context(c)) if c.is_empty()) {
+                current.lines.pop();
+            }
+            if !current.lines.is_empty() || !current.anchors.is_empty() {
+                chunks.push(current);
+            }
+            changes.push(FileChange {
+                rename_to,
+                ..FileChange::edit(
+                    Some(path.to_owned()),
+                    chunks.into_iter().map(EditOp::Chunk).collect(),
+                )
+            });
+        } else if line.trim().is_empty() {
+            i += 1;
+        } else {
+            return Err(ParseError::BadPatchLine { line: at });
+        }
+    }
+    if changes.is_empty() {
+        return Err(ParseError::NoEdits);
+    }
+    Ok(Patch { changes, notes })
+}
+
+// ------------------------------------------------------------------ resolving
+
+/// Lines whose trimmed text is the anchor (or, when none is, starts with it),
+/// within `scope`.
+fn find_anchor(doc: &Document, anchor: &str, scope: Range<usize>) -> Vec<usize> {
+    let a = anchor.trim();
+    let equal: Vec<usize> = scope.clone().filter(|&i| doc.line(i).trim() == a).collect();
+    if !equal.is_empty() {
+        return equal;
+    }
+    let folded: Vec<usize> = scope
+        .clone()
+        .filter(|&i| matcher::same_up_to_unicode(doc.line(i), a))
+        .collect();
+    if !folded.is_empty() {
+        return folded;
+    }
+    scope
+        .filter(|&i| doc.line(i).trim_start().starts_with(a))
+        .collect()
+}
+
+/// The block an anchor line opens: the lines after it that are indented
+/// deeper (blank lines included), plus the line that closes it.
+fn block_after(doc: &Document, at: usize) -> Range<usize> {
+    let base = indent_width(split_indent(doc.line(at)).0, 4);
+    let mut end = at + 1;
+    while end < doc.line_count() {
+        let line = doc.line(end);
+        if !line.trim().is_empty() && indent_width(split_indent(line).0, 4) <= base {
+            // The closing line (`}` or the next definition) belongs to the scope too.
+            end += 1;
+            break;
+        }
+        end += 1;
+    }
+    at + 1..end
+}
+
+/// The old side and the ops of a chunk's body.
+fn ops_of(lines: &[HunkLine]) -> (Vec<&str>, Vec<Op>) {
+    let mut old = Vec::new();
+    let mut ops = Vec::new();
+    for l in lines {
+        match l {
+            HunkLine::Context(t) => {
+                ops.push(Op::Keep(old.len()));
+                old.push(t.as_str());
+            }
+            HunkLine::Remove(t) => old.push(t.as_str()),
+            HunkLine::Add(t) => ops.push(Op::Add(t.clone())),
+        }
+    }
+    (old, ops)
+}
+
+/// The scope's lines as a document of their own, for the matcher; matches are
+/// shifted back by `scope.start`.
+fn locate_in(
+    doc: &Document,
+    old: &[&str],
+    scope: &Range<usize>,
+    opts: &MatchOptions,
+    all: bool,
+) -> Result<Vec<Match>, MatchError> {
+    let shift = |mut m: Match| {
+        m.range = m.range.start + scope.start..m.range.end + scope.start;
+        m.alignment = m
+            .alignment
+            .iter()
+            .map(|a| a.map(|d| d + scope.start))
+            .collect();
+        m
+    };
+    if scope.start == 0 && scope.end == doc.line_count() {
+        return if all {
+            matcher::locate_all(doc, old, opts)
+        } else {
+            matcher::locate(doc, old, None, opts).map(|m| vec![m])
+        };
+    }
+    let text: String = scope
+        .clone()
+        .map(|i| format!("{}\n", doc.line(i)))
+        .collect();
+    let sub = Document::from_text(&text);
+    let found = if all {
+        matcher::locate_all(&sub, old, opts)
+    } else {
+        matcher::locate(&sub, old, None, opts).map(|m| vec![m])
+    };
+    found
+        .map(|v| v.into_iter().map(shift).collect())
+        .map_err(|e| match e {
+            MatchError::Ambiguous { tier, candidates } => MatchError::Ambiguous {
+                tier,
+                candidates: candidates
+                    .into_iter()
+                    .map(|c| Candidate {
+                        range: c.range.start + scope.start..c.range.end + scope.start,
+                        similarity: c.similarity,
+                    })
+                    .collect(),
+            },
+            MatchError::NotFound { nearest, bounded } => MatchError::NotFound {
+                nearest: nearest
+                    .into_iter()
+                    .map(|c| Candidate {
+                        range: c.range.start + scope.start..c.range.end + scope.start,
+                        similarity: c.similarity,
+                    })
+                    .collect(),
+                bounded,
+            },
+            other => other,
+        })
+}
+
+fn resolve_chunk(
+    c: &Chunk,
+    doc: &Document,
+    ctx: &ResolveContext<'_>,
+) -> Result<Resolution, EditError> {
+    let opts = ctx.matching;
+    // Narrow by the anchors, in order.
+    let mut scope = 0..doc.line_count();
+    let mut last_anchor = None;
+    for a in &c.anchors {
+        match find_anchor(doc, a, scope.clone()).as_slice() {
+            [] => return Err(EditError::AnchorNotFound { anchor: a.clone() }),
+            [at] => {
+                last_anchor = Some(*at);
+                scope = block_after(doc, *at);
+            }
+            many => {
+                return Err(EditError::Ambiguous {
+                    tier: Tier::Exact,
+                    candidates: many
+                        .iter()
+                        .map(|&i| Candidate {
+                            range: i..i + 1,
+                            similarity: 1.0,
+                        })
+                        .collect(),
+                });
+            }
+        }
+    }
+    let (old, ops) = ops_of(&c.lines);
+    let new: Vec<String> = c
+        .lines
+        .iter()
+        .filter_map(|l| match l {
+            HunkLine::Add(t) | HunkLine::Context(t) => Some(t.clone()),
+            HunkLine::Remove(_) => None,
+        })
+        .collect();
+    if old.is_empty() {
+        // Only additions: right after the anchor; with none, at the end of the file.
+        let at = last_anchor.map_or(doc.line_count(), |a| a + 1);
+        let mut r = Resolution::status(EditStatus::Applied);
+        r.pieces = vec![Piece {
+            range: at..at,
+            lines: new,
+        }];
+        r.lines = Some(at..at);
+        r.tier = last_anchor.map(|_| Tier::Exact);
+        return Ok(r);
+    }
+    let strict = MatchOptions {
+        max_tier: opts.max_tier.min(Tier::Unicode),
+        nearest: false,
+        ..opts.clone()
+    };
+    let found = match locate_in(doc, &old, &scope, &strict, true) {
+        Ok(found) => found,
+        Err(MatchError::NotFound { .. }) => {
+            // Already applied: the chunk's result is where it would go.
+            if c.lines.iter().any(|l| matches!(l, HunkLine::Context(_))) {
+                let new_refs: Vec<&str> = new.iter().map(String::as_str).collect();
+                if let Ok([m]) = locate_in(doc, &new_refs, &scope, &strict, true).as_deref() {
+                    let mut r = Resolution::status(EditStatus::AlreadyApplied);
+                    r.lines = Some(m.range.clone());
+                    r.tier = Some(m.tier);
+                    return Ok(r);
+                }
+            }
+            if opts.max_tier < Tier::Fuzzy {
+                let nearest = MatchOptions {
+                    nearest: true,
+                    ..opts.clone()
+                };
+                return Err(locate_in(doc, &old, &scope, &nearest, false)
+                    .err()
+                    .map_or(EditError::BlankSearch, EditError::from));
+            }
+            let m = locate_in(doc, &old, &scope, opts, false).map_err(EditError::from)?;
+            vec![m.into_iter().next().ok_or(EditError::BlankSearch)?]
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let m = match found.len() {
+        1 => found.into_iter().next().ok_or(EditError::BlankSearch)?,
+        _ if c.end_of_file => {
+            let n = doc.line_count();
+            match found.iter().filter(|m| m.range.end == n).count() {
+                1 => found
+                    .into_iter()
+                    .find(|m| m.range.end == n)
+                    .ok_or(EditError::BlankSearch)?,
+                _ => {
+                    return Err(EditError::Ambiguous {
+                        tier: found[0].tier,
+                        candidates: found
+                            .iter()
+                            .map(|m| Candidate {
+                                range: m.range.clone(),
+                                similarity: m.similarity,
+                            })
+                            .collect(),
+                    });
+                }
+            }
+        }
+        _ => {
+            return Err(EditError::Ambiguous {
+                tier: found[0].tier,
+                candidates: found
+                    .iter()
+                    .map(|m| Candidate {
+                        range: m.range.clone(),
+                        similarity: m.similarity,
+                    })
+                    .collect(),
+            });
+        }
+    };
+    let pieces = splice::splice(doc, &old, &m, &ops);
+    let mut r = Resolution::status(EditStatus::Applied);
+    r.pieces = pieces
+        .into_iter()
+        .filter(|p| {
+            p.range.len() != p.lines.len()
+                || p.range.clone().zip(&p.lines).any(|(i, l)| doc.line(i) != l)
+        })
+        .collect();
+    if r.pieces.is_empty() {
+        r.status = EditStatus::AlreadyApplied;
+    }
+    r.tier = Some(m.tier);
+    r.similarity = Some(m.similarity);
+    r.lines = Some(m.range);
+    Ok(r)
+}
+
+/// The change as an apply_patch envelope: one `*** Update File:` section whose
+/// chunks carry their context (widened until unique).
+fn render(path: &str, before: &str, after: &str) -> String {
+    if before.is_empty() {
+        let body: String = Document::from_text(after)
+            .lines()
+            .map(|l| format!("+{l}\n"))
+            .collect();
+        return format!("*** Begin Patch\n*** Add File: {path}\n{body}*** End Patch\n");
+    }
+    let blocks = super::search_replace::change_blocks(before, after);
+    let mut out = format!("*** Begin Patch\n*** Update File: {path}\n");
+    for (old, new) in blocks {
+        out.push_str("@@\n");
+        for run in splice::line_diff(&old, &new) {
+            if run.equal {
+                for l in &old[run.old] {
+                    out.push_str(&format!(" {l}\n"));
+                }
+            } else {
+                for l in &old[run.old] {
+                    out.push_str(&format!("-{l}\n"));
+                }
+                for l in &new[run.new] {
+                    out.push_str(&format!("+{l}\n"));
+                }
+            }
+        }
+    }
+    out.push_str("*** End Patch\n");
+    out
+}
+
+impl EditFormat for ApplyPatch {
+    type Op = Chunk;
+
+    fn name(&self) -> &'static str {
+        "apply-patch"
+    }
+
+    fn parse(&self, input: &str) -> Result<Patch, ParseError> {
+        parse_text(input)
+    }
+
+    fn parse_tool_call(&self, args: &Value) -> Result<Patch, ParseError> {
+        let text = args
+            .as_object()
+            .and_then(|o| ["input", "patch"].iter().find_map(|k| o.get(*k)))
+            .and_then(Value::as_str)
+            .ok_or(ParseError::BadArguments {
+                field: "input".into(),
+                expected: "a string holding the patch",
+            })?;
+        parse_text(text)
+    }
+
+    fn resolve(
+        &self,
+        op: &Chunk,
+        doc: &Document,
+        ctx: &ResolveContext<'_>,
+    ) -> Result<Resolution, EditError> {
+        resolve_chunk(op, doc, ctx)
+    }
+
+    fn render(&self, path: &str, before: &str, after: &str) -> String {
+        render(path, before, after)
+    }
+
+    fn view(&self, doc: &Document, lines: Option<Range<usize>>) -> String {
+        super::numbered_view(doc, lines)
+    }
+
+    fn instructions(&self) -> &'static str {
+        include_str!("../../edit-formats/apply-patch.prompt.md")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn apply(file: &str, patch: &str) -> Result<String, EditError> {
+        let doc = Document::from_text(file);
+        let p = parse_text(patch).map_err(|_| EditError::BlankSearch)?;
+        let opts = MatchOptions::default();
+        let ctx = ResolveContext::new(&opts);
+        let mut b = crate::edit::TextEditBuilder::new();
+        for op in p.ops() {
+            for piece in op.resolve(&doc, &ctx)?.pieces {
+                b.replace(piece.range, piece.lines, 0);
+            }
+        }
+        Ok(doc
+            .apply(&b.finish().map_err(|_| EditError::BlankSearch)?)
+            .text()
+            .to_owned())
+    }
+
+    const THREE: &str = "class A:\n    def run(self):\n        return 1\n\nclass B:\n    def run(self):\n        return 1\n\nclass C:\n    def run(self):\n        return 1\n";
+
+    #[test]
+    fn stacked_anchors_land_in_the_right_class() {
+        let p = "*** Begin Patch\n*** Update File: x.py\n@@ class B:\n@@ def run(self):\n-        return 1\n+        return 2\n*** End Patch\n";
+        let out = apply(THREE, p).unwrap();
+        assert_eq!(
+            out,
+            THREE.replacen(
+                "        return 1\n\nclass C",
+                "        return 2\n\nclass C",
+                1
+            )
+        );
+    }
+
+    #[test]
+    fn ambiguous_chunk_is_refused() {
+        let p = "*** Begin Patch\n*** Update File: x.py\n@@\n-        return 1\n+        return 2\n*** End Patch\n";
+        assert!(matches!(apply(THREE, p), Err(EditError::Ambiguous { .. })));
+    }
+
+    #[test]
+    fn pure_addition_goes_after_the_anchor() {
+        let p = "*** Begin Patch\n*** Update File: x.py\n@@ class B:\n+    x = 1\n*** End Patch\n";
+        let out = apply(THREE, p).unwrap();
+        assert!(out.contains("class B:\n    x = 1\n    def run"), "{out}");
+    }
+
+    #[test]
+    fn lenient_envelope_notes() {
+        let p = "apply_patch <<'EOF'\n  *** Begin Patch\n*** Update File: x.py\n@@ class C:\n-        return 1\n+        return 3\nEOF\n";
+        let patch = parse_text(p).unwrap();
+        // Padded begin, no end marker, a heredoc wrapper.
+        assert_eq!(patch.notes.len(), 3);
+    }
+}
