@@ -728,7 +728,7 @@ fn resolve_hunk(
             }
         }
     }
-    // 3. Fuzz: drop up to two outer context lines, keeping the rest unique.
+    // 3. Fuzz: drop outer context lines, keeping the rest unique.
     let lead = h
         .lines
         .iter()
@@ -740,23 +740,28 @@ fn resolve_hunk(
         .rev()
         .take_while(|l| matches!(l, HunkLine::Context(_)))
         .count();
-    for fuzz in 1..=2usize {
-        let (drop_lead, drop_trail) = (fuzz.min(lead), fuzz.min(trail));
-        if drop_lead + drop_trail == 0 || drop_lead + drop_trail >= h.lines.len() {
+    // At most two context lines in all, from the ends only, and at least one
+    // context line kept: a hunk is never placed by its changed lines alone.
+    let context = h
+        .lines
+        .iter()
+        .filter(|l| matches!(l, HunkLine::Context(_)))
+        .count();
+    for (drop_lead, drop_trail) in [(1, 0), (0, 1), (1, 1), (2, 0), (0, 2)] {
+        if drop_lead > lead || drop_trail > trail || drop_lead + drop_trail >= context {
             continue;
         }
         let inner = &h.lines[drop_lead..h.lines.len() - drop_trail];
         let (needle, inner_ops) = ops_of(inner);
-        if needle.is_empty() || needle.iter().all(|l| l.trim().is_empty()) {
+        if needle.iter().all(|l| l.trim().is_empty()) {
             continue;
         }
         if let Ok(found) = matcher::locate_all(doc, &needle, &strict(opts)) {
-            if found.len() == 1 {
-                let m = found.into_iter().next().ok_or(EditError::BlankSearch)?;
+            if let [m] = found.as_slice() {
                 let w = vec![Warning::Fuzz {
                     dropped: drop_lead + drop_trail,
                 }];
-                return Ok(place(m, w, &needle, &inner_ops));
+                return Ok(place(m.clone(), w, &needle, &inner_ops));
             }
         }
     }
