@@ -106,6 +106,9 @@ pub fn warning(w: &Warning) -> String {
             )
         }
         Warning::LenientEnvelope { what } => format!("the patch was read despite {what}"),
+        Warning::PlaceholderWritten { text } => format!(
+            "the new content contains the placeholder `{text}`, which was written as is; if it stands for code, send the code"
+        ),
         Warning::Relocated { from, to } => format!(
             "the anchor for line {} had moved to line {} (lines were added or removed above it); it was found by its content",
             from + 1,
@@ -372,6 +375,16 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
                 out.push_str(" view the file again.");
             }
         }
+        EditError::Truncated {
+            removed,
+            total,
+            placeholder,
+        } => {
+            let _ = write!(
+                out,
+                "the new content of {path} drops {removed} of its {total} lines and contains the placeholder `{placeholder}`: it looks like code was left out, not deleted. Nothing was written. Send the complete file, with every line it should keep."
+            );
+        }
         EditError::AnchorNotFound { anchor } => {
             let _ = write!(
                 out,
@@ -418,7 +431,8 @@ fn edit_line(path: &str, e: &EditReport, doc: Option<&Document>) -> String {
     let n = e.index + 1;
     let (noun, what) = match e.kind {
         EditKind::Hunk => ("hunk", "the hunk's new lines"),
-        EditKind::Anchor => ("edit", "its new lines"),
+        EditKind::Anchor | EditKind::Chunk => ("edit", "its new lines"),
+        EditKind::Whole => ("file", "this content"),
         _ => ("edit", "its REPLACE text"),
     };
     let mut line = match e.status {

@@ -55,7 +55,7 @@ pub use edit::{Conflict, Replacement, TextEdit, TextEditBuilder};
 pub use format::{
     Action, Anchor, AnchorEdit, AnchorOp, ApplyPatch, Block, Chunk, DiffOptions, EditFormat,
     EditOp, FileChange, Format, Hashline, Hunk, HunkLine, ParseError, Patch, Resolution,
-    ResolveContext, SearchReplace, Split, UnifiedDiff, line_hash, render_unified,
+    ResolveContext, SearchReplace, Split, UnifiedDiff, Whole, WholeFile, line_hash, render_unified,
 };
 pub use matcher::{
     Candidate, Match, MatchError, MatchOptions, Tier, locate, locate_all, pick_by_hint,

@@ -60,6 +60,8 @@ pub enum EditKind {
     Anchor,
     /// An apply_patch chunk.
     Chunk,
+    /// A whole file's new content.
+    Whole,
 }
 
 /// What became of one file.
@@ -128,6 +130,11 @@ pub enum Warning {
     LenientEnvelope {
         /// What was off.
         what: &'static str,
+    },
+    /// A whole-file rewrite wrote a lazy placeholder (under the truncation threshold).
+    PlaceholderWritten {
+        /// The placeholder line.
+        text: String,
     },
     /// `LINE:HASH|` prefixes copied into the new lines were removed.
     StrippedAnchors,
@@ -283,6 +290,16 @@ pub enum EditError {
         /// The anchor text.
         anchor: String,
     },
+    /// A whole-file rewrite that drops much of the file and holds placeholders.
+    #[error("truncated rewrite")]
+    Truncated {
+        /// Lines of the file it removes.
+        removed: usize,
+        /// Lines the file has.
+        total: usize,
+        /// The first placeholder line.
+        placeholder: String,
+    },
     /// A range whose end comes before its start.
     #[error("anchor range reversed")]
     AnchorOrder {
@@ -333,6 +350,7 @@ impl EditError {
             | EditError::Unreadable { .. }
             | EditError::PathRefused { .. }
             | EditError::LazyPlaceholder { .. }
+            | EditError::Truncated { .. }
             | EditError::EmptySearchOnExistingFile
             | EditError::BlankSearch
             | EditError::ElisionMismatch { .. }

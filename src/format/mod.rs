@@ -14,6 +14,7 @@ pub(crate) mod apply_patch;
 pub(crate) mod hashline;
 pub(crate) mod search_replace;
 pub(crate) mod udiff;
+pub(crate) mod whole;
 
 use std::ops::Range;
 
@@ -26,6 +27,7 @@ pub use apply_patch::{ApplyPatch, Chunk};
 pub use hashline::{Anchor, AnchorEdit, AnchorOp, Hashline, line_hash};
 pub use search_replace::{Block, SearchReplace, Split};
 pub use udiff::{DiffOptions, Hunk, HunkLine, UnifiedDiff, render_unified};
+pub use whole::{Whole, WholeFile};
 
 /// Why model text could not be parsed. Positions are 1-based input lines.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -190,6 +192,8 @@ pub enum EditOp {
     Anchor(AnchorEdit),
     /// An apply_patch chunk.
     Chunk(Chunk),
+    /// A whole file's new content.
+    Whole(WholeFile),
 }
 
 impl EditOp {
@@ -200,6 +204,7 @@ impl EditOp {
             EditOp::Hunk(h) => h.source_line,
             EditOp::Anchor(a) => a.source_line,
             EditOp::Chunk(c) => c.source_line,
+            EditOp::Whole(w) => w.source_line,
         }
     }
 
@@ -210,13 +215,16 @@ impl EditOp {
             EditOp::Hunk(_) => crate::report::EditKind::Hunk,
             EditOp::Anchor(_) => crate::report::EditKind::Anchor,
             EditOp::Chunk(_) => crate::report::EditKind::Chunk,
+            EditOp::Whole(_) => crate::report::EditKind::Whole,
         }
     }
 
     /// The 0-based line the edit says it starts at, when it says (a hunk header).
     pub fn stated_line(&self) -> Option<usize> {
         match self {
-            EditOp::SearchReplace(_) | EditOp::Anchor(_) | EditOp::Chunk(_) => None,
+            EditOp::SearchReplace(_) | EditOp::Anchor(_) | EditOp::Chunk(_) | EditOp::Whole(_) => {
+                None
+            }
             EditOp::Hunk(h) => h.stated_start(),
         }
     }
@@ -232,6 +240,7 @@ impl EditOp {
             EditOp::Hunk(h) => UnifiedDiff.resolve(h, doc, ctx),
             EditOp::Anchor(a) => Hashline.resolve(a, doc, ctx),
             EditOp::Chunk(c) => ApplyPatch.resolve(c, doc, ctx),
+            EditOp::Whole(w) => Whole.resolve(w, doc, ctx),
         }
     }
 }
@@ -347,6 +356,8 @@ pub enum Format {
     Hashline,
     /// Codex-style `*** Begin Patch` envelopes.
     ApplyPatch,
+    /// The whole new file, fenced, with its path.
+    Whole,
 }
 
 impl Format {
@@ -365,6 +376,7 @@ impl Format {
             Format::UnifiedDiff => UnifiedDiff.name(),
             Format::Hashline => Hashline.name(),
             Format::ApplyPatch => ApplyPatch.name(),
+            Format::Whole => Whole.name(),
         }
     }
 
@@ -388,6 +400,9 @@ impl Format {
             Format::ApplyPatch => {
                 "Codex-style *** Begin Patch envelopes: add, update (with @@ anchors), move and delete files"
             }
+            Format::Whole => {
+                "whole files: the model writes the complete new content, fenced, with its path"
+            }
         }
     }
 
@@ -409,6 +424,8 @@ impl Format {
             .filter_map(|(at, f)| at.map(|at| (at, *f)))
             .min_by_key(|(at, _)| *at)
             .map(|(_, f)| f)
+            // A fenced file with a path is the least specific shape: only when nothing else fits.
+            .or_else(|| whole::looks_like(input).map(|_| Format::Whole))
     }
 
     /// Parses model text in this format.
@@ -450,6 +467,7 @@ impl Format {
                 }
             }
             Format::ApplyPatch => ApplyPatch.parse(input),
+            Format::Whole => Whole.parse(input),
         }
     }
 
@@ -460,6 +478,7 @@ impl Format {
             Format::UnifiedDiff => UnifiedDiff.parse_tool_call(args),
             Format::Hashline => Hashline.parse_tool_call(args),
             Format::ApplyPatch => ApplyPatch.parse_tool_call(args),
+            Format::Whole => Whole.parse_tool_call(args),
         }
     }
 
@@ -470,6 +489,7 @@ impl Format {
             Format::UnifiedDiff => UnifiedDiff.render(path, before, after),
             Format::Hashline => Hashline.render(path, before, after),
             Format::ApplyPatch => ApplyPatch.render(path, before, after),
+            Format::Whole => Whole.render(path, before, after),
         }
     }
 
@@ -480,6 +500,7 @@ impl Format {
             Format::UnifiedDiff => UnifiedDiff.view(doc, lines),
             Format::Hashline => Hashline.view(doc, lines),
             Format::ApplyPatch => ApplyPatch.view(doc, lines),
+            Format::Whole => Whole.view(doc, lines),
         }
     }
 
@@ -490,6 +511,7 @@ impl Format {
             Format::UnifiedDiff => UnifiedDiff.instructions(),
             Format::Hashline => Hashline.instructions(),
             Format::ApplyPatch => ApplyPatch.instructions(),
+            Format::Whole => Whole.instructions(),
         }
     }
 }

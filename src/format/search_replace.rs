@@ -136,7 +136,7 @@ fn is_fence(line: &str) -> bool {
 }
 
 /// A file path as models write it above a block (`path`, `**path**`, `# path:`, `` `path` ``).
-fn path_from(line: &str) -> Option<String> {
+pub(crate) fn path_from(line: &str) -> Option<String> {
     let mut t = line.trim().trim_start_matches(['#', '*', '`', ' ']);
     for prefix in ["File:", "file:", "Path:", "path:", "Filename:", "filename:"] {
         if let Some(rest) = t.strip_prefix(prefix) {

@@ -52,13 +52,14 @@ impl FormatChoice {
         }
     }
 
-    /// The library format, when this build has it.
+    /// The library format (`None` for auto).
     pub(crate) fn available(self) -> Option<Format> {
         match self {
             FormatChoice::SearchReplace => Some(Format::SearchReplace),
             FormatChoice::Udiff => Some(Format::UnifiedDiff),
             FormatChoice::Hashline => Some(Format::Hashline),
             FormatChoice::ApplyPatch => Some(Format::ApplyPatch),
+            FormatChoice::Whole => Some(Format::Whole),
             _ => None,
         }
     }

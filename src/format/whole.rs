@@ -1,0 +1,286 @@
+//! Whole file: the model writes the file's complete new content, fenced, with
+//! its path. The spec is `edit-formats/whole.md`.
+//!
+//! The new content is diffed against the file, so every line the model kept
+//! keeps the file's bytes (endings, trailing whitespace); only changed lines
+//! are written from the model's text. A missing file is created.
+//!
+//! The truncation guard (scenario 45): a rewrite that removes more than
+//! [`TRUNCATION_SHARE`] of the file's lines **and** contains lazy placeholders
+//! the file did not have (`// ... rest unchanged ...`) is refused — the model
+//! elided code it meant to keep. Placeholders under the threshold are applied
+//! with a warning.
+
+use std::ops::Range;
+
+use serde_json::Value;
+
+use super::{EditFormat, EditOp, FileChange, ParseError, Patch, Resolution, ResolveContext};
+use crate::matcher::Tier;
+use crate::report::{EditError, EditStatus, Warning};
+use crate::splice::{self, Op, Piece};
+use crate::text::Document;
+
+/// The whole-file format.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Whole;
+
+/// Share of the file's lines a rewrite may remove while it holds new placeholders.
+pub(crate) const TRUNCATION_SHARE: f64 = 0.3;
+
+/// A file's new content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WholeFile {
+    /// The lines, without endings.
+    pub lines: Vec<String>,
+    /// 1-based input line where the content starts (0 for JSON).
+    pub source_line: usize,
+}
+
+/// An opening fence: its marker (```` ``` ````, `~~~`, longer runs) and info string.
+fn fence(line: &str) -> Option<(&str, &str)> {
+    let t = line.trim_start();
+    let ch = t.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let n = t.chars().take_while(|c| *c == ch).count();
+    (n >= 3).then(|| (&t[..n], t[n..].trim()))
+}
+
+/// The fences of `input` that carry a file: `(path, content lines, line of the content)`.
+fn files(input: &str) -> Vec<(String, Vec<String>, usize)> {
+    let lines: Vec<&str> = input
+        .split('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+        .collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let Some((marker, info)) = fence(lines[i]) else {
+            i += 1;
+            continue;
+        };
+        // The path: in the info string (```python src/app.py) or on the line above.
+        let from_info = info
+            .split_whitespace()
+            .rev()
+            .find(|w| w.contains('.') || w.contains('/'))
+            .and_then(super::search_replace::path_from);
+        let from_above = (0..i)
+            .rev()
+            .find(|&k| !lines[k].trim().is_empty())
+            .and_then(|k| super::search_replace::path_from(lines[k]));
+        let close = (i + 1..lines.len()).find(|&k| {
+            let t = lines[k].trim();
+            t.len() >= marker.len() && t.chars().all(|c| Some(c) == marker.chars().next())
+        });
+        let Some(close) = close else {
+            break;
+        };
+        if let Some(path) = from_info.or(from_above) {
+            let content = lines[i + 1..close]
+                .iter()
+                .map(|l| (*l).to_owned())
+                .collect();
+            out.push((path, content, i + 2));
+        }
+        i = close + 1;
+    }
+    out
+}
+
+/// Whether `input` holds a fenced file with a path: the fence's line.
+pub(crate) fn looks_like(input: &str) -> Option<usize> {
+    if files(input).is_empty() {
+        return None;
+    }
+    input.lines().position(|l| fence(l).is_some())
+}
+
+fn parse_text(input: &str) -> Result<Patch, ParseError> {
+    let changes: Vec<FileChange> = files(input)
+        .into_iter()
+        .map(|(path, lines, at)| {
+            FileChange::edit(
+                Some(path),
+                vec![EditOp::Whole(WholeFile {
+                    lines,
+                    source_line: at,
+                })],
+            )
+        })
+        .collect();
+    if changes.is_empty() {
+        return Err(ParseError::NoEdits);
+    }
+    Ok(Patch {
+        changes,
+        notes: Vec::new(),
+    })
+}
+
+fn resolve_whole(w: &WholeFile, doc: &Document) -> Result<Resolution, EditError> {
+    let old: Vec<&str> = doc.lines().collect();
+    let ops = splice::ops_from_diff(&old, &w.lines);
+    let kept = ops.iter().filter(|op| matches!(op, Op::Keep(_))).count();
+    let removed = old.len() - kept;
+    let new_placeholders: Vec<&String> = w
+        .lines
+        .iter()
+        .filter(|l| super::search_replace::is_placeholder(l) && !old.contains(&l.as_str()))
+        .collect();
+    let mut warnings = Vec::new();
+    if let Some(first) = new_placeholders.first() {
+        let share = removed as f64 / old.len().max(1) as f64;
+        if share > TRUNCATION_SHARE {
+            return Err(EditError::Truncated {
+                removed,
+                total: old.len(),
+                placeholder: first.trim().to_owned(),
+            });
+        }
+        warnings.push(Warning::PlaceholderWritten {
+            text: first.trim().to_owned(),
+        });
+    }
+    let range = 0..old.len();
+    let pieces: Vec<Piece> = if old.is_empty() {
+        vec![Piece {
+            range: 0..0,
+            lines: w.lines.clone(),
+        }]
+    } else {
+        let m = crate::matcher::Match {
+            range: range.clone(),
+            tier: Tier::Exact,
+            similarity: 1.0,
+            alignment: range.clone().map(Some).collect(),
+            by_hint: false,
+        };
+        splice::splice(doc, &old, &m, &ops)
+    };
+    let mut r = Resolution::status(if pieces.is_empty() {
+        EditStatus::AlreadyApplied
+    } else {
+        EditStatus::Applied
+    });
+    r.pieces = pieces;
+    r.lines = Some(range);
+    r.warnings = warnings;
+    Ok(r)
+}
+
+impl EditFormat for Whole {
+    type Op = WholeFile;
+
+    fn name(&self) -> &'static str {
+        "whole"
+    }
+
+    fn parse(&self, input: &str) -> Result<Patch, ParseError> {
+        parse_text(input)
+    }
+
+    fn parse_tool_call(&self, args: &Value) -> Result<Patch, ParseError> {
+        let bad = |field: &str, expected: &'static str| ParseError::BadArguments {
+            field: field.to_owned(),
+            expected,
+        };
+        let obj = args
+            .as_object()
+            .ok_or_else(|| bad("json", "a JSON object"))?;
+        let path = ["path", "file_path"]
+            .iter()
+            .find_map(|k| obj.get(*k))
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("path", "a string"))?;
+        let content = obj
+            .get("content")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("content", "a string"))?;
+        let content = content.strip_suffix('\n').unwrap_or(content);
+        let lines = if content.is_empty() {
+            Vec::new()
+        } else {
+            content
+                .split('\n')
+                .map(|l| l.strip_suffix('\r').unwrap_or(l).to_owned())
+                .collect()
+        };
+        Ok(Patch {
+            changes: vec![FileChange::edit(
+                Some(path.to_owned()),
+                vec![EditOp::Whole(WholeFile {
+                    lines,
+                    source_line: 0,
+                })],
+            )],
+            notes: Vec::new(),
+        })
+    }
+
+    fn resolve(
+        &self,
+        op: &WholeFile,
+        doc: &Document,
+        _ctx: &ResolveContext<'_>,
+    ) -> Result<Resolution, EditError> {
+        resolve_whole(op, doc)
+    }
+
+    fn render(&self, path: &str, _before: &str, after: &str) -> String {
+        let body: String = Document::from_text(after)
+            .lines()
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let fence = if body.contains("```") { "````" } else { "```" };
+        format!("{path}\n{fence}\n{body}{fence}\n")
+    }
+
+    fn view(&self, doc: &Document, lines: Option<Range<usize>>) -> String {
+        let range = lines.unwrap_or(0..doc.line_count());
+        let end = range.end.min(doc.line_count());
+        (range.start.min(end)..end)
+            .map(|i| format!("{}\n", doc.line(i)))
+            .collect()
+    }
+
+    fn instructions(&self) -> &'static str {
+        include_str!("../../edit-formats/whole.prompt.md")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_fenced_files_with_paths() {
+        let p = parse_text(
+            "Here:\n\nsrc/a.py\n```python\nx = 1\n```\n\n```rust src/b.rs\nfn f() {}\n```\n",
+        )
+        .unwrap();
+        assert_eq!(p.changes.len(), 2);
+        assert_eq!(p.changes[1].path.as_deref(), Some("src/b.rs"));
+    }
+
+    #[test]
+    fn truncation_guard() {
+        let doc = Document::from_text(&(0..20).map(|i| format!("line {i}\n")).collect::<String>());
+        let lines: Vec<String> = vec!["line 0".into(), "// ... rest unchanged ...".into()];
+        let e = resolve_whole(
+            &WholeFile {
+                lines,
+                source_line: 1,
+            },
+            &doc,
+        )
+        .unwrap_err();
+        assert!(matches!(
+            e,
+            EditError::Truncated {
+                removed: 19,
+                total: 20,
+                ..
+            }
+        ));
+    }
+}
