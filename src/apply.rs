@@ -549,8 +549,8 @@ pub fn resolve_file(
     for (op, report) in ops.iter().zip(reports.iter_mut()) {
         match op.resolve(doc, &ctx) {
             Ok(res) => {
-                if let (Some(stated), Some(lines)) = (op.stated_line(), &res.lines) {
-                    ctx.offset = lines.start as isize - stated as isize;
+                if let Some(offset) = res.offset {
+                    ctx.offset = offset;
                 }
                 record(report, &res);
                 resolved.push(Some(res));

@@ -219,16 +219,6 @@ impl EditOp {
         }
     }
 
-    /// The 0-based line the edit says it starts at, when it says (a hunk header).
-    pub fn stated_line(&self) -> Option<usize> {
-        match self {
-            EditOp::SearchReplace(_) | EditOp::Anchor(_) | EditOp::Chunk(_) | EditOp::Whole(_) => {
-                None
-            }
-            EditOp::Hunk(h) => h.stated_start(),
-        }
-    }
-
     /// Resolves the edit against a document, through its format.
     pub fn resolve(
         &self,
@@ -287,6 +277,8 @@ pub struct Resolution {
     pub final_newline: Option<bool>,
     /// The ending the edit's own text used, for a file that has none to copy.
     pub eol: Option<crate::text::Eol>,
+    /// How far (in lines) the edit was found from where it said it was.
+    pub offset: Option<isize>,
     /// The tier that located the text (None when nothing was located, e.g. a new file).
     pub tier: Option<Tier>,
     /// Similarity of the located text.
@@ -304,6 +296,7 @@ impl Resolution {
             pieces: Vec::new(),
             final_newline: None,
             eol: None,
+            offset: None,
             tier: None,
             similarity: None,
             lines: None,

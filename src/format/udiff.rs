@@ -673,7 +673,14 @@ fn resolve_hunk(
         return Err(EditError::Unplaceable);
     }
     let position_trusted = h.has_context() || ctx.verified;
-    let place = |m: Match, warnings: Vec<Warning>, needle: &[&str], ops: &[Op]| -> Resolution {
+    // `lead`: leading context lines fuzz dropped, so the hunk's own first line
+    // sits that far above the match.
+    let place = |m: Match,
+                 warnings: Vec<Warning>,
+                 needle: &[&str],
+                 ops: &[Op],
+                 lead: usize|
+     -> Resolution {
         let pieces = splice::splice(doc, needle, &m, ops);
         let touches_end = m.range.end == doc.line_count();
         let mut r = Resolution::status(EditStatus::Applied);
@@ -682,7 +689,8 @@ fn resolve_hunk(
         r.tier = Some(m.tier);
         r.similarity = Some(m.similarity);
         if let Some(s) = h.stated_start() {
-            let off = m.range.start as isize - s as isize;
+            let off = m.range.start as isize - lead as isize - s as isize;
+            r.offset = Some(off);
             if off != 0 {
                 r.warnings.push(Warning::Offset { lines: off });
             }
@@ -710,6 +718,7 @@ fn resolve_hunk(
                 Vec::new(),
                 &old,
                 &ops,
+                0,
             ));
         }
         Err(MatchError::NotFound { .. }) => {}
@@ -761,7 +770,7 @@ fn resolve_hunk(
                 let w = vec![Warning::Fuzz {
                     dropped: drop_lead + drop_trail,
                 }];
-                return Ok(place(m.clone(), w, &needle, &inner_ops));
+                return Ok(place(m.clone(), w, &needle, &inner_ops, drop_lead));
             }
         }
     }
@@ -769,7 +778,7 @@ fn resolve_hunk(
     if opts.max_tier == Tier::Fuzzy {
         match matcher::locate(doc, &old, expected, opts) {
             Ok(m) if removed_lines_hold(doc, &h.lines, &m) => {
-                return Ok(place(m, Vec::new(), &old, &ops));
+                return Ok(place(m, Vec::new(), &old, &ops, 0));
             }
             Ok(m) => {
                 return Err(EditError::NotFound {
