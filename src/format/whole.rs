@@ -119,7 +119,18 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
 
 fn resolve_whole(w: &WholeFile, doc: &Document) -> Result<Resolution, EditError> {
     let old: Vec<&str> = doc.lines().collect();
-    let ops = splice::ops_from_diff(&old, &w.lines);
+    // Lines equal but for trailing whitespace count as kept: a model retyping a
+    // file drops trailing spaces it never meant to change.
+    let old_key: Vec<&str> = old.iter().map(|l| l.trim_end()).collect();
+    let new_key: Vec<&str> = w.lines.iter().map(|l| l.trim_end()).collect();
+    let mut ops = Vec::with_capacity(w.lines.len());
+    for run in splice::line_diff(&old_key, &new_key) {
+        if run.equal {
+            ops.extend(run.old.map(Op::Keep));
+        } else {
+            ops.extend(w.lines[run.new].iter().map(|l| Op::Add(l.clone())));
+        }
+    }
     let kept = ops.iter().filter(|op| matches!(op, Op::Keep(_))).count();
     let removed = old.len() - kept;
     let new_placeholders: Vec<&String> = w

@@ -253,3 +253,18 @@ fn search_replace_fixtures() {
 fn unified_diff_fixtures() {
     run_all("unified-diff");
 }
+
+#[test]
+fn hashline_fixtures() {
+    run_all("hashline");
+}
+
+#[test]
+fn apply_patch_fixtures() {
+    run_all("apply-patch");
+}
+
+#[test]
+fn whole_fixtures() {
+    run_all("whole");
+}
