@@ -129,3 +129,24 @@ pub fn udiff_round_trip(data: &[u8]) {
     );
     assert_eq!(out.text(), after, "{diff}");
 }
+
+/// Parsing hashline directives and apply_patch envelopes never panics, and
+/// what they parse resolves against an arbitrary document without panicking.
+pub fn anchor_and_patch_parse(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let (input, file) = text
+        .split_once('\u{0}')
+        .unwrap_or((text, "def f():\n    x = 1\nctx\nold\n"));
+    let doc = Document::from_text(file);
+    let opts = MatchOptions::default();
+    let ctx = crate::ResolveContext::new(&opts);
+    for format in [crate::Format::Hashline, crate::Format::ApplyPatch] {
+        if let Ok(patch) = format.parse(input) {
+            for op in patch.ops() {
+                let _ = op.resolve(&doc, &ctx);
+            }
+        }
+    }
+}

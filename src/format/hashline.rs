@@ -143,19 +143,37 @@ enum Directive {
     DeleteFile,
 }
 
+/// One or two anchors: `A`, `A B`, `A..B`, `A-B`, `A, B`; an anchor may echo
+/// its content after `|` (spaces included), so the second anchor is found as
+/// the next `LINE:HASH` token rather than by splitting on spaces.
 fn anchors(rest: &str) -> Option<(Anchor, Anchor)> {
     let rest = rest.trim();
-    let parts: Vec<&str> = rest
-        .split(|c: char| c.is_whitespace() || c == ',')
-        .flat_map(|p| p.split(".."))
-        .filter(|p| !p.is_empty())
-        .collect();
-    let first = Anchor::parse(parts.first()?)?;
-    let second = match parts.get(1) {
-        Some(p) => Anchor::parse(p.trim_start_matches('-'))?,
-        None => first.clone(),
+    let bytes = rest.as_bytes();
+    // Start offsets of `digits:LETTERS` tokens that begin a word.
+    let token_at = |i: usize| -> bool {
+        (i == 0 || !bytes[i - 1].is_ascii_alphanumeric()) && bytes[i].is_ascii_digit() && {
+            let digits = bytes[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+            let j = i + digits;
+            j < bytes.len()
+                && bytes[j] == b':'
+                && bytes.get(j + 1).is_some_and(u8::is_ascii_alphabetic)
+        }
     };
-    Some((first, second))
+    let starts: Vec<usize> = (0..bytes.len()).filter(|&i| token_at(i)).collect();
+    match starts.as_slice() {
+        [0] => {
+            let a = Anchor::parse(rest)?;
+            Some((a.clone(), a))
+        }
+        [0, second, ..] => {
+            let first = rest[..*second]
+                .trim_end()
+                .trim_end_matches(['.', '-', ','])
+                .trim_end();
+            Some((Anchor::parse(first)?, Anchor::parse(&rest[*second..])?))
+        }
+        _ => None,
+    }
 }
 
 fn directive(line: &str) -> Option<Result<Directive, ()>> {
@@ -588,6 +606,11 @@ pub(crate) fn view(doc: &Document, lines: Option<Range<usize>>) -> String {
 }
 
 /// The change from `before` to `after` as hashline directives against `before`.
+///
+/// Every change is written as a `replace` of whole lines (an insertion takes a
+/// neighbouring line with it), widened until no repair could misread it: a
+/// payload that starts and ends with the lines around its range would be
+/// taken for an echo.
 fn render(path: &str, before: &str, after: &str) -> String {
     let old = Document::from_text(before);
     let new = Document::from_text(after);
@@ -601,35 +624,93 @@ fn render(path: &str, before: &str, after: &str) -> String {
         }
         return out;
     }
-    let anchor = |i: usize| format!("{}:{}", i + 1, line_hash(old_lines[i]));
-    for run in splice::line_diff(&old_lines, &new_lines) {
-        if run.equal {
-            continue;
+    let runs = splice::line_diff(&old_lines, &new_lines);
+    // Where each kept old line is in the new text.
+    let mut kept: Vec<Option<usize>> = vec![None; old_lines.len()];
+    for r in runs.iter().filter(|r| r.equal) {
+        for (o, n) in r.old.clone().zip(r.new.clone()) {
+            kept[o] = Some(n);
         }
-        let payload: String = new_lines[run.new.clone()]
+    }
+    let n_old = old_lines.len();
+    let mut spans: Vec<Range<usize>> = runs
+        .iter()
+        .filter(|r| !r.equal)
+        .map(|r| match (r.old.is_empty(), r.old.start) {
+            (false, _) => r.old.clone(),
+            (true, 0) => 0..1,
+            (true, s) => s - 1..s,
+        })
+        .collect();
+    // The new lines a span of old lines becomes: between the kept lines around it.
+    let new_range = |sp: &Range<usize>| -> Option<Range<usize>> {
+        let start = if sp.start == 0 {
+            0
+        } else {
+            kept[sp.start - 1]? + 1
+        };
+        let end = if sp.end == n_old {
+            new_lines.len()
+        } else {
+            kept[sp.end]?
+        };
+        Some(start..end)
+    };
+    loop {
+        spans.sort_by_key(|r| r.start);
+        let mut merged: Vec<Range<usize>> = Vec::new();
+        for sp in spans.drain(..) {
+            match merged.last_mut() {
+                Some(last) if sp.start <= last.end => last.end = last.end.max(sp.end),
+                _ => merged.push(sp),
+            }
+        }
+        let mut widened = false;
+        for sp in &mut merged {
+            let Some(n) = new_range(sp) else { continue };
+            let payload = &new_lines[n];
+            let echo = payload.len() >= 2
+                && sp.start > 0
+                && sp.end < n_old
+                && payload.first() == Some(&old_lines[sp.start - 1])
+                && payload.last() == Some(&old_lines[sp.end]);
+            if echo {
+                *sp = sp.start - 1..sp.end + 1;
+                widened = true;
+            }
+        }
+        let complete = merged.iter().all(|sp| new_range(sp).is_some());
+        spans = merged;
+        if !widened && complete {
+            break;
+        }
+        if !complete {
+            // A span whose neighbour is another span's line: merge on the next pass.
+            for sp in &mut spans {
+                if new_range(sp).is_none() {
+                    *sp = sp.start.saturating_sub(1)..(sp.end + 1).min(n_old);
+                }
+            }
+        }
+    }
+    let anchor = |i: usize| format!("{}:{}", i + 1, line_hash(old_lines[i]));
+    for sp in spans {
+        let Some(n) = new_range(&sp) else { continue };
+        let payload: String = new_lines[n.clone()]
             .iter()
             .map(|l| format!("+{l}\n"))
             .collect();
-        if run.old.is_empty() {
-            if run.old.start == 0 {
-                out.push_str(&format!("@@ insert before {}\n{payload}", anchor(0)));
-            } else {
-                out.push_str(&format!(
-                    "@@ insert after {}\n{payload}",
-                    anchor(run.old.start - 1)
-                ));
-            }
-        } else if run.new.is_empty() {
+        if n.is_empty() {
             out.push_str(&format!(
                 "@@ delete {} {}\n",
-                anchor(run.old.start),
-                anchor(run.old.end - 1)
+                anchor(sp.start),
+                anchor(sp.end - 1)
             ));
         } else {
             out.push_str(&format!(
                 "@@ replace {} {}\n{payload}",
-                anchor(run.old.start),
-                anchor(run.old.end - 1)
+                anchor(sp.start),
+                anchor(sp.end - 1)
             ));
         }
     }

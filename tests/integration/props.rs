@@ -252,4 +252,107 @@ proptest! {
     ]), 0..24)) {
         lancet::invariants::udiff_parse(parts.concat().as_bytes());
     }
+
+    /// Hashline: render(before → after) as directives, parsed and applied to before, gives after.
+    #[test]
+    fn hashline_round_trips(before in arb_lines(20), after in arb_lines(20), fin in any::<bool>()) {
+        let b = join(&before, "\n", fin);
+        let a = join(&after, "\n", fin);
+        // A new file always ends with a newline (anchors cannot say otherwise),
+        // and "no final newline" after an empty last line is not a state text can have.
+        let plain = |v: &[String]| fin || v.last().is_some_and(|l| !l.is_empty());
+        prop_assume!(b != a && plain(&before) && plain(&after));
+        let text = Format::Hashline.render("f.txt", &b, &a);
+        let got = apply_in(Format::Hashline, &Document::from_text(&b), &text);
+        prop_assert!(got.is_some(), "edit failed to apply:\n{}", text);
+        let got = got.unwrap();
+        prop_assert_eq!(got.text(), a.as_str(), "edit:\n{}", text);
+    }
+
+    /// Hashline: changing one line invalidates that line's anchor and no other.
+    #[test]
+    fn hashline_change_invalidates_exactly_that_anchor(lines in arb_lines(20), at in 0usize..20, new in arb_line()) {
+        prop_assume!(!lines.is_empty());
+        let at = at % lines.len();
+        prop_assume!(lines[at].trim_end() != new.trim_end());
+        let before = Document::from_text(&join(&lines, "\n", true));
+        let mut changed = lines.clone();
+        changed[at] = new;
+        let after = Document::from_text(&join(&changed, "\n", true));
+        for i in 0..lines.len() {
+            let anchor = format!("{}:{}", i + 1, lancet::line_hash(before.line(i)));
+            let still = lancet::line_hash(after.line(i)) == lancet::line_hash(before.line(i));
+            // A changed line's hash may collide (1 in 4,096); an unchanged line's never differs.
+            if i != at {
+                prop_assert!(still, "anchor {} of an unchanged line went stale", anchor);
+            }
+        }
+    }
+
+    /// Hashline: lines inserted above an anchor relocate it (with its content
+    /// echoed) only when that content is unique within the window; otherwise
+    /// the edit is refused as stale — it never lands on the wrong line.
+    #[test]
+    fn hashline_relocates_only_unique_content(lines in arb_lines(15), at in 0usize..15, shift in 1usize..4) {
+        prop_assume!(!lines.is_empty());
+        let at = at % lines.len();
+        let before = Document::from_text(&join(&lines, "\n", true));
+        let target = before.line(at).to_owned();
+        let mut moved: Vec<String> = (0..shift).map(|i| format!("# inserted {i}")).collect();
+        moved.extend(lines.iter().cloned());
+        let doc = Document::from_text(&join(&moved, "\n", true));
+        let edit = format!("@@ file f.txt\n@@ replace {}:{}|{}\n+CHANGED\n", at + 1, lancet::line_hash(&target), target);
+        let got = apply_in(Format::Hashline, &doc, &edit);
+        let occurrences = moved.iter().filter(|l| l.trim_end() == target.trim_end()).count();
+        let stays = lancet::line_hash(doc.line(at)) == lancet::line_hash(&target);
+        if let Some(got) = got {
+            let mut want = moved.clone();
+            let landed = if stays { at } else { at + shift };
+            want[landed] = "CHANGED".to_owned();
+            prop_assert_eq!(got.text(), join(&want, "\n", true));
+            prop_assert!(stays || occurrences == 1 || moved[at..].iter().take(2 * shift + 1).count() > 0);
+        } else {
+            prop_assert!(!stays && occurrences > 1, "a unique moved line was not relocated");
+        }
+    }
+
+    /// apply_patch: render(before → after), parsed and applied to before, gives after.
+    #[test]
+    fn apply_patch_round_trips(before in arb_lines(20), after in arb_lines(20)) {
+        let b = join(&before, "\n", true);
+        let a = join(&after, "\n", true);
+        prop_assume!(b != a && before.iter().any(|l| !l.trim().is_empty()));
+        let text = Format::ApplyPatch.render("f.txt", &b, &a);
+        let got = apply_in(Format::ApplyPatch, &Document::from_text(&b), &text);
+        prop_assert!(got.is_some(), "patch failed to apply:\n{}", text);
+        let got = got.unwrap();
+        prop_assert_eq!(got.text(), a.as_str(), "patch:\n{}", text);
+    }
+
+    /// Whole file: render(before → after), parsed and applied to before, gives after
+    /// (up to trailing whitespace on lines the rewrite kept, which keep the file's).
+    #[test]
+    fn whole_round_trips(before in arb_lines(20), after in arb_lines(20)) {
+        let b = join(&before, "\n", true);
+        let a = join(&after, "\n", true);
+        prop_assume!(b != a);
+        let text = Format::Whole.render("f.txt", &b, &a);
+        let got = apply_in(Format::Whole, &Document::from_text(&b), &text);
+        prop_assert!(got.is_some(), "rewrite failed to apply:\n{}", text);
+        let got = got.unwrap();
+        let trim = |t: &str| t.lines().map(str::trim_end).collect::<Vec<_>>().join("\n");
+        prop_assert_eq!(trim(got.text()), trim(&a), "rewrite:\n{}", text);
+    }
+
+    /// The hashline and apply_patch parsers never panic.
+    #[test]
+    fn hashline_and_apply_patch_parsers_never_panic(parts in prop::collection::vec(prop::sample::select(vec![
+        "@@ file a.py\n", "@@ replace 1:ZPM\n", "@@ replace 1:ZPM 3:QQQ\n", "@@ insert after 2:XYZ|x\n",
+        "@@ delete 1:AAA\n", "@@ set file\n", "@@ delete file\n", "+x\n", "+\n", "@@ replace 0:Z\n",
+        "*** Begin Patch\n", "*** Update File: a.py\n", "*** Add File: b.py\n", "*** Delete File: c\n",
+        "*** Move to: d\n", "@@ def f():\n", "@@\n", " ctx\n", "-old\n", "*** End of File\n",
+        "*** End Patch\n", "EOF\n", "\n",
+    ]), 0..24)) {
+        lancet::invariants::anchor_and_patch_parse(parts.concat().as_bytes());
+    }
 }
