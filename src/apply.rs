@@ -140,12 +140,14 @@ impl Plan {
 }
 
 /// One file's edits, gathered from the patch.
+#[derive(Clone)]
 struct FileWork<'p> {
     path: Option<String>,
     kind: Kind,
     rename_to: Option<String>,
     mode: Option<u32>,
     base_blob: Option<String>,
+    result_blob: Option<String>,
     edits: Vec<(usize, &'p EditOp)>,
 }
 
@@ -186,6 +188,7 @@ fn group<'a>(patch: &'a Patch, default_path: Option<&String>) -> Vec<FileWork<'a
                 rename_to: change.rename_to.clone(),
                 mode: change.mode,
                 base_blob: change.base_blob.clone(),
+                result_blob: change.result_blob.clone(),
                 edits: Vec::new(),
             });
             files.len() - 1
@@ -370,12 +373,15 @@ fn plan_file(
             return (report, None);
         }
     }
-    let verified = match (&work.base_blob, &state) {
-        (Some(prefix), Some(s)) if prefix.len() >= 7 => {
-            git_blob_id(&s.bytes).starts_with(prefix.as_str())
-        }
+    // The git blob ids of the diff's `index` line: the file is exactly its
+    // pre-image (line numbers are exact), or already its post-image (done).
+    let blob = |prefix: &Option<String>| match (prefix, &state) {
+        (Some(p), Some(s)) if p.len() >= 7 => git_blob_id(&s.bytes).starts_with(p.as_str()),
         _ => false,
     };
+    let verified = blob(&work.base_blob);
+    let finished = blob(&work.result_blob) && work.kind == Kind::Edit && work.rename_to.is_none();
+
     let doc = match state {
         Some(s) => match Document::from_vec(s.bytes) {
             Ok(d) => d,
@@ -391,8 +397,21 @@ fn plan_file(
             Ok(None) => {}
             Ok(Some(_)) if !exists => {
                 // Moved already: the old path is gone and the new one is there.
-                all_already_applied(&mut report);
-                return (report, Some(Outcome::unchanged(doc, hash)));
+                // Its edits are checked (and finished) on the new path.
+                let moved = FileWork {
+                    path: Some(to.clone()),
+                    kind: work.kind,
+                    rename_to: None,
+                    mode: work.mode,
+                    base_blob: None,
+                    result_blob: work.result_blob.clone(),
+                    edits: work.edits.clone(),
+                };
+                let (mut r, outcome) = plan_file(ws, &moved, opts);
+                if r.status == FileStatus::Unchanged {
+                    all_already_applied(&mut r);
+                }
+                return (r, outcome);
             }
             Ok(Some(_)) => {
                 fail_all(&mut report, EditError::AlreadyExists { path: to.clone() });
@@ -405,6 +424,10 @@ fn plan_file(
         }
     }
     let ops: Vec<&EditOp> = work.edits.iter().map(|(_, op)| *op).collect();
+    if finished && !ops.is_empty() && !verified {
+        all_already_applied(&mut report);
+        return (report, Some(Outcome::unchanged(doc, hash)));
+    }
     let ctx = ResolveContext {
         exists,
         matching: &opts.matching,
@@ -462,6 +485,8 @@ fn plan_file(
                         e.fail(EditError::FileMissing);
                     }
                 }
+                // A change with no edits (a mode change, a bare header) fails here too.
+                report.error = Some(EditError::FileMissing);
                 report.status = FileStatus::Failed;
                 return (report, Some(Outcome::unchanged(doc, hash)));
             }

@@ -120,10 +120,13 @@ pub fn warning(w: &Warning) -> String {
         Warning::BoundaryEcho => {
             "new lines that repeated the lines around the edit were dropped, so they are not doubled".to_owned()
         }
-        Warning::Fuzz { dropped } => format!(
-            "applied with {dropped} outer context line{} ignored, because they no longer match the file",
-            if *dropped == 1 { "" } else { "s" }
-        ),
+        Warning::Fuzz { dropped } => {
+            if *dropped == 1 {
+                "applied with 1 outer context line ignored, because it no longer matches the file".to_owned()
+            } else {
+                format!("applied with {dropped} outer context lines ignored, because they no longer match the file")
+            }
+        }
     }
 }
 
@@ -605,6 +608,9 @@ pub fn parse_error(e: &ParseError, format: Option<&str>) -> String {
         ),
         ParseError::BadPatchLine { line } => format!(
             "Line {line} is not a patch line: inside `*** Update File:` every line starts with ` ` (context), `-`, `+`, `@@` or `***`; inside `*** Add File:` every line starts with `+`. Nothing was applied."
+        ),
+        ParseError::BadHunkLine { line } => format!(
+            "Line {line} interrupts a hunk: every line of a hunk starts with ` ` (context, an empty line too), `-` or `+`, and the hunk's header counts more lines after it. Nothing was applied."
         ),
         ParseError::BadHunkHeader { line } => format!(
             "Line {line} starts a hunk but its header cannot be read: write `@@ -OLD_START,OLD_COUNT +NEW_START,NEW_COUNT @@` (or `@@ @@` without numbers). Nothing was applied."

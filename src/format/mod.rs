@@ -68,6 +68,12 @@ pub enum ParseError {
         /// Line of the header.
         line: usize,
     },
+    /// A line inside a hunk that is none of ` `, `-`, `+`, `\`.
+    #[error("line {line}: not a hunk line")]
+    BadHunkLine {
+        /// The line.
+        line: usize,
+    },
     /// A hunk with no body.
     #[error("line {line}: empty hunk")]
     EmptyHunk {
@@ -144,6 +150,9 @@ pub struct FileChange {
     /// (a git diff's `index` line). When the file matches it, the patch's line
     /// numbers are known to be exact.
     pub base_blob: Option<String>,
+    /// The abbreviated git blob id of the content the change leads to: a file
+    /// that already has it needs nothing.
+    pub result_blob: Option<String>,
 }
 
 impl FileChange {
@@ -155,6 +164,7 @@ impl FileChange {
             rename_to: None,
             mode: None,
             base_blob: None,
+            result_blob: None,
         }
     }
 }

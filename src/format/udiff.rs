@@ -164,20 +164,40 @@ struct Section {
     hunks: Vec<Hunk>,
 }
 
-fn is_fence(line: &str) -> bool {
-    let t = line.trim_start();
-    t.starts_with("```") || t.starts_with("~~~")
-}
-
 /// A `---`/`+++` pair starting at `i`.
 fn file_header_at(lines: &[&str], i: usize) -> bool {
     lines[i].starts_with("--- ") && lines.get(i + 1).is_some_and(|l| l.starts_with("+++ "))
 }
 
-/// A line that ends a hunk body whatever its first character.
-fn ends_body(lines: &[&str], i: usize) -> bool {
+/// A line that closes the fence `open` (same character, at least as long, nothing after).
+fn closes_fence(line: &str, open: &str) -> bool {
+    let t = line.trim_end();
+    let ch = open.as_bytes()[0];
+    t.len() >= open.len() && t.bytes().all(|b| b == ch)
+}
+
+/// The marker of a fence that opens on `line` (```` ``` ````, `~~~`, longer).
+fn opens_fence(line: &str) -> Option<&str> {
+    let ch = *line
+        .as_bytes()
+        .first()
+        .filter(|c| **c == b'`' || **c == b'~')?;
+    let n = line.bytes().take_while(|b| *b == ch).count();
+    (n >= 3).then(|| &line[..n])
+}
+
+/// A line that ends a hunk body whatever its first character: a hunk or git
+/// header, a `---`/`+++` pair that opens a hunk (a removed `-- x` next to an
+/// added `++ y` is body), or the line that closes the fence the diff sits in
+/// (any other fence-like line is a line of the file).
+fn ends_body(lines: &[&str], i: usize, fence: Option<&str>) -> bool {
     let l = lines[i];
-    l.starts_with("@@") || l.starts_with("diff --git ") || file_header_at(lines, i) || is_fence(l)
+    let opens_hunk =
+        file_header_at(lines, i) && lines.get(i + 2).is_none_or(|n| n.starts_with("@@"));
+    l.starts_with("@@")
+        || l.starts_with("diff --git ")
+        || opens_hunk
+        || fence.is_some_and(|f| closes_fence(l, f))
 }
 
 /// Unquotes a C-style quoted path (`"a/with\ttab"`) as git writes it.
@@ -218,7 +238,17 @@ fn unquote(s: &str) -> String {
 
 /// The path of a `---`/`+++` line: tab-separated timestamps dropped, quotes undone.
 fn header_path(rest: &str) -> Option<String> {
-    let p = rest.split('\t').next().unwrap_or(rest).trim_end();
+    let mut p = rest.split('\t').next().unwrap_or(rest).trim_end();
+    // A timestamp after a space instead of a tab: `--- f 2024-01-31 12:00:00 …`.
+    if let Some(at) = p.find(|c: char| c.is_whitespace()) {
+        let tail = p[at..].trim_start();
+        let dated = tail.len() >= 10
+            && tail.as_bytes()[..4].iter().all(u8::is_ascii_digit)
+            && tail.as_bytes()[4] == b'-';
+        if dated && !p.starts_with('"') {
+            p = &p[..at];
+        }
+    }
     let p = unquote(p);
     (p != "/dev/null").then_some(p)
 }
@@ -281,7 +311,7 @@ fn parse_hunk_header(line: &str) -> Result<(Span, Span), ()> {
 }
 
 /// Reads a hunk body from `start`; returns the hunk and the index after it.
-fn read_body(lines: &[&str], start: usize, header: &Hunk) -> (Hunk, usize) {
+fn read_body(lines: &[&str], start: usize, header: &Hunk, fence: Option<&str>) -> (Hunk, usize) {
     let counts = match (header.old, header.new) {
         (Some((_, Some(oc))), Some((_, Some(nc)))) => Some((oc, nc)),
         (Some((_, oc)), Some((_, nc))) => Some((oc.unwrap_or(1), nc.unwrap_or(1))),
@@ -290,16 +320,17 @@ fn read_body(lines: &[&str], start: usize, header: &Hunk) -> (Hunk, usize) {
     // Counted read first; if the counts do not fit the body, recount.
     if let Some((oc, nc)) = counts {
         let (mut o, mut n, mut j) = (0, 0, start);
-        while j < lines.len() && (o < oc || n < nc) && !ends_body(lines, j) {
+        while j < lines.len() && (o < oc || n < nc) && !ends_body(lines, j, fence) {
             match lines[j].chars().next() {
-                None | Some(' ') => {
-                    o += 1;
-                    n += 1;
-                }
                 Some('-') => o += 1,
                 Some('+') => n += 1,
                 Some('\\') => {}
-                _ => break,
+                // A context line, or one that lost its leading space: the counts
+                // decide whether the whole hunk reads right that way.
+                _ => {
+                    o += 1;
+                    n += 1;
+                }
             }
             j += 1;
         }
@@ -307,14 +338,14 @@ fn read_body(lines: &[&str], start: usize, header: &Hunk) -> (Hunk, usize) {
             j += 1;
         }
         let more = j < lines.len()
-            && !ends_body(lines, j)
+            && !ends_body(lines, j, fence)
             && matches!(lines[j].chars().next(), Some(' ' | '-' | '+'));
         if o == oc && n == nc && !more {
             return (body(lines, start, j, header), j);
         }
     }
     let mut j = start;
-    while j < lines.len() && !ends_body(lines, j) {
+    while j < lines.len() && !ends_body(lines, j, fence) {
         match lines[j].chars().next() {
             None | Some(' ' | '-' | '+' | '\\') => j += 1,
             _ => break,
@@ -336,6 +367,8 @@ fn body(lines: &[&str], start: usize, end: usize, header: &Hunk) -> Hunk {
             Some(' ') => h.lines.push(HunkLine::Context(l[1..].to_owned())),
             Some('-') => h.lines.push(HunkLine::Remove(l[1..].to_owned())),
             Some('+') => h.lines.push(HunkLine::Add(l[1..].to_owned())),
+            // Accepted by the counts: a context line that lost its leading space.
+            Some(c) if c != '\\' => h.lines.push(HunkLine::Context((*l).to_owned())),
             Some('\\') => match h.lines.last() {
                 Some(HunkLine::Context(_)) => {
                     h.old_missing_newline = true;
@@ -358,9 +391,26 @@ fn parse_text(input: &str, opts: DiffOptions) -> Result<Patch, ParseError> {
         .map(|l| l.strip_suffix('\r').unwrap_or(l))
         .collect();
     let mut sections: Vec<Section> = Vec::new();
+    // The fence the diff sits in, if any: its closing line ends a hunk.
+    let mut fence: Option<&str> = None;
     let mut i = 0;
     while i < lines.len() {
         let line = lines[i];
+        match fence {
+            Some(f) if closes_fence(line, f) => {
+                fence = None;
+                i += 1;
+                continue;
+            }
+            None => {
+                if let Some(f) = opens_fence(line) {
+                    fence = Some(f);
+                    i += 1;
+                    continue;
+                }
+            }
+            Some(_) => {}
+        }
         if let Some(rest) = line.strip_prefix("diff --git ") {
             sections.push(Section {
                 git: true,
@@ -400,7 +450,25 @@ fn parse_text(input: &str, opts: DiffOptions) -> Result<Patch, ParseError> {
                 source_line: i + 1,
                 crlf: false,
             };
-            let (mut hunk, next) = read_body(&lines, i + 1, &header);
+            let (mut hunk, next) = read_body(&lines, i + 1, &header, fence);
+            // A hunk interrupted by a line that is none of ` `, `-`, `+` (a context
+            // line that lost its leading space) must not end silently half-read.
+            if let Some(&stray) = lines.get(next) {
+                let prose = !stray.is_empty()
+                    && !ends_body(&lines, next, fence)
+                    && !matches!(stray.chars().next(), Some(' ' | '-' | '+' | '\\'));
+                let resumes = lines[next + 1..]
+                    .iter()
+                    .find(|l| !l.is_empty())
+                    .is_some_and(|l| {
+                        matches!(l.chars().next(), Some(' ' | '-' | '+')) && !l.starts_with("--- ")
+                    });
+                let counted_short = matches!((header.old, header.new), (Some((_, Some(oc))), Some((_, Some(nc))))
+                    if hunk.old_lines().len() < oc || hunk.new_lines().len() < nc);
+                if prose && resumes && counted_short {
+                    return Err(ParseError::BadHunkLine { line: next + 1 });
+                }
+            }
             let body = &raw[i + 1..next];
             hunk.crlf = body.iter().filter(|l| l.ends_with('\r')).count() * 2 > body.len();
             if hunk.lines.is_empty() {
@@ -491,9 +559,15 @@ fn section_change(s: Section, opts: DiffOptions) -> Result<FileChange, ParseErro
         ),
         _ => (None, None),
     };
-    let prefixed = |p: &Option<String>, pre: &str| p.as_deref().is_none_or(|p| p.starts_with(pre));
-    let auto =
-        s.git || (prefixed(&old, "a/") && prefixed(&new, "b/") && (old.is_some() || new.is_some()));
+    // git's `a/`/`b/` (and its mnemonic `i/`, `w/`, `c/`, `o/`) prefixes are dropped when
+    // both paths carry one; `git diff --no-prefix` paths are kept whole.
+    let one_letter = |p: &Option<String>| {
+        p.as_deref().is_none_or(|p| {
+            let b = p.as_bytes();
+            b.len() > 2 && b[1] == b'/' && b"abiwco".contains(&b[0])
+        })
+    };
+    let auto = one_letter(&old) && one_letter(&new) && (old.is_some() || new.is_some());
     let n = opts.strip.unwrap_or(usize::from(auto));
     let mut old = old.map(|p| strip(&p, n));
     let mut new = new.map(|p| strip(&p, n));
@@ -505,6 +579,7 @@ fn section_change(s: Section, opts: DiffOptions) -> Result<FileChange, ParseErro
     }
     let mut hunks = s.hunks;
     let mut base_blob = s.index.as_ref().map(|(a, _)| a.clone());
+    let mut result_blob = s.index.as_ref().map(|(_, b)| b.clone());
     let (mut old_mode, mut new_mode) = (s.old_mode, s.new_mode);
     let (mut created, mut deleted) = (
         s.created || (old.is_none() && new.is_some()),
@@ -515,9 +590,10 @@ fn section_change(s: Section, opts: DiffOptions) -> Result<FileChange, ParseErro
         std::mem::swap(&mut old_mode, &mut new_mode);
         std::mem::swap(&mut created, &mut deleted);
         hunks = hunks.iter().map(Hunk::reversed).collect();
-        base_blob = s.index.as_ref().map(|(_, b)| b.clone());
+        std::mem::swap(&mut base_blob, &mut result_blob);
     }
     base_blob = base_blob.filter(|b| !b.chars().all(|c| c == '0'));
+    result_blob = result_blob.filter(|b| !b.chars().all(|c| c == '0'));
     let ops: Vec<EditOp> = hunks.into_iter().map(EditOp::Hunk).collect();
     let (path, action, rename_to) = if created {
         (new, Action::Create(ops), None)
@@ -527,8 +603,15 @@ fn section_change(s: Section, opts: DiffOptions) -> Result<FileChange, ParseErro
         let moved = (old != new).then(|| new.clone()).flatten();
         (old, Action::Edit(ops), moved)
     } else {
-        // A plain diff names the result; `diff -u file.orig file` edits `file`.
-        (new.or(old), Action::Edit(ops), None)
+        // A plain diff edits its old file, as `patch` does when both exist;
+        // `diff -u file.orig file` (a backup name on the old side) edits `file`.
+        let backup = old.as_deref().is_some_and(|o| {
+            [".orig", ".bak", ".old", "~"]
+                .iter()
+                .any(|suffix| o.ends_with(suffix))
+        });
+        let path = if backup { new.or(old) } else { old.or(new) };
+        (path, Action::Edit(ops), None)
     };
     let mode = new_mode.filter(|m| old_mode != Some(*m) || created);
     Ok(FileChange {
@@ -537,6 +620,7 @@ fn section_change(s: Section, opts: DiffOptions) -> Result<FileChange, ParseErro
         rename_to,
         mode,
         base_blob,
+        result_blob,
     })
 }
 
@@ -640,6 +724,22 @@ fn resolve_hunk(
     doc: &Document,
     ctx: &ResolveContext<'_>,
 ) -> Result<Resolution, EditError> {
+    // A diff of a BOM file quotes the BOM on its first line; the document keeps
+    // the BOM apart from the lines, so the quoted one is dropped.
+    let stripped;
+    let h = if doc.has_bom() && h.lines.iter().any(|l| line_text(l).starts_with('\u{feff}')) {
+        let mut c = h.clone();
+        for l in &mut c.lines {
+            let (HunkLine::Context(t) | HunkLine::Remove(t) | HunkLine::Add(t)) = l;
+            if let Some(rest) = t.strip_prefix('\u{feff}') {
+                *t = rest.to_owned();
+            }
+        }
+        stripped = c;
+        &stripped
+    } else {
+        h
+    };
     let opts = ctx.matching;
     let (old, ops) = ops_of(&h.lines);
     let expected = h
@@ -665,10 +765,6 @@ fn resolve_hunk(
             r.lines = Some(at..at);
             r.final_newline = final_newline.filter(|_| at == n);
             return Ok(r);
-        }
-        if at + new.len() <= n && (0..new.len()).all(|k| doc.line(at + k) == new[k]) && ctx.verified
-        {
-            return Ok(already(at..at + new.len()));
         }
         return Err(EditError::Unplaceable);
     }
@@ -710,9 +806,47 @@ fn resolve_hunk(
         }
         r
     };
-    // 1. The whole old side, strict tiers.
+    let new = h.new_lines();
+    let expected_new = h
+        .new_stated_start()
+        .map(|s| (s as isize + ctx.offset).max(0) as usize);
+    let already_at = |range: Range<usize>| {
+        let mut r = already(range.clone());
+        r.offset = h
+            .new_stated_start()
+            .map(|s| range.start as isize - s as isize);
+        r
+    };
+    // The new side word for word (exact tier): evidence the hunk is already in.
+    let new_exactly = || -> Vec<Match> {
+        if new.is_empty() || !h.has_context() {
+            return Vec::new();
+        }
+        let exact = MatchOptions {
+            max_tier: Tier::Exact,
+            nearest: false,
+            ..opts.clone()
+        };
+        matcher::locate_all(doc, &new, &exact).unwrap_or_default()
+    };
+    // 1. The whole old side, strict tiers — unless the old side was found only
+    //    tolerantly or away from the stated line while the new side is there
+    //    word for word: then the hunk was applied before (a re-sent hunk must
+    //    not land on a twin of its old text, or again through blank-line drift).
     match matcher::locate_all(doc, &old, &strict(opts)) {
         Ok(found) => {
+            let tolerant = found.first().is_some_and(|m| m.tier > Tier::Exact);
+            let at_expected = expected.is_some_and(|e| found.iter().any(|m| m.range.start == e));
+            if tolerant || !at_expected {
+                let done = new_exactly();
+                let hit = done
+                    .iter()
+                    .find(|m| Some(m.range.start) == expected_new)
+                    .or_else(|| done.first().filter(|_| tolerant && done.len() == 1));
+                if let Some(m) = hit {
+                    return Ok(already_at(m.range.clone()));
+                }
+            }
             return Ok(place(
                 choose(found, expected, position_trusted)?,
                 Vec::new(),
@@ -726,14 +860,10 @@ fn resolve_hunk(
     }
     // 2. Already applied: the new side is there (and the hunk says something
     //    besides position: context, or a verified file).
-    let new = h.new_lines();
     if !new.is_empty() && (h.has_context() || ctx.verified) {
         if let Ok(found) = matcher::locate_all(doc, &new, &strict(opts)) {
-            let expected_new = h
-                .new_stated_start()
-                .map(|s| (s as isize + ctx.offset).max(0) as usize);
             if let Ok(m) = choose(found, expected_new, position_trusted) {
-                return Ok(already(m.range));
+                return Ok(already_at(m.range));
             }
         }
     }
@@ -774,9 +904,20 @@ fn resolve_hunk(
             }
         }
     }
-    // 4. The fuzzy tier, with the removed lines held to the file's.
+    // 4. The fuzzy tier, with the removed lines held to the file's; several
+    //    close places are settled like the strict tiers: only the one exactly at
+    //    the stated line, never the nearest.
     if opts.max_tier == Tier::Fuzzy {
-        match matcher::locate(doc, &old, expected, opts) {
+        let found = match matcher::locate(doc, &old, None, opts) {
+            Err(MatchError::Ambiguous { candidates, .. })
+                if position_trusted
+                    && expected.is_some_and(|e| candidates.iter().any(|c| c.range.start == e)) =>
+            {
+                matcher::locate(doc, &old, expected, opts)
+            }
+            other => other,
+        };
+        match found {
             Ok(m) if removed_lines_hold(doc, &h.lines, &m) => {
                 return Ok(place(m, Vec::new(), &old, &ops, 0));
             }
@@ -805,6 +946,12 @@ fn resolve_hunk(
             after_edit: None,
         },
     })
+}
+
+fn line_text(l: &HunkLine) -> &str {
+    match l {
+        HunkLine::Context(t) | HunkLine::Remove(t) | HunkLine::Add(t) => t,
+    }
 }
 
 fn already(range: Range<usize>) -> Resolution {
