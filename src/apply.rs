@@ -171,7 +171,7 @@ fn group<'a>(patch: &'a Patch, default_path: Option<&String>) -> Vec<FileWork<'a
             Action::Edit(_) => Kind::Edit,
             Action::Create(_) => Kind::Create,
             Action::Delete(_) => Kind::Delete,
-            Action::Remove => Kind::Remove,
+            Action::Remove(_) => Kind::Remove,
         };
         let plain = kind == Kind::Edit && change.rename_to.is_none() && change.mode.is_none();
         let slot = files.iter().position(|f| {
@@ -481,7 +481,8 @@ fn plan_file(
             if !exists && !creates {
                 // Nothing to create: the edits of a missing file failed because it is missing.
                 for e in &mut report.edits {
-                    if e.status == EditStatus::NotFound {
+                    // Nothing to find (or anchor) in a file that is not there.
+                    if matches!(e.status, EditStatus::NotFound | EditStatus::Stale) {
                         e.fail(EditError::FileMissing);
                     }
                 }

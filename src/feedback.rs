@@ -175,12 +175,16 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
     let mut out = String::new();
     match e {
         EditError::FileMissing => {
-            let how = if hunk {
-                "a diff from `--- /dev/null`"
-            } else {
-                "its content with an empty SEARCH section"
+            let how = match kind {
+                EditKind::Hunk => "To create it, send a diff from `--- /dev/null`.",
+                EditKind::Anchor => "To create it, use `@@ set file` with its content.",
+                EditKind::Chunk => {
+                    "To create it, use `*** Add File:`; to delete a file, it must exist."
+                }
+                EditKind::Whole | EditKind::Remove => "",
+                _ => "To create it, send its content with an empty SEARCH section.",
             };
-            let _ = write!(out, "{path} does not exist. To create it, send {how}.");
+            let _ = write!(out, "{path} does not exist. {how}");
         }
         EditError::Undecodable(d) => out.push_str(&decode_error(path, d)),
         EditError::Unreadable { kind } => {
@@ -436,9 +440,11 @@ fn edit_line(path: &str, e: &EditReport, doc: Option<&Document>) -> String {
         EditKind::Hunk => ("hunk", "the hunk's new lines"),
         EditKind::Anchor | EditKind::Chunk => ("edit", "its new lines"),
         EditKind::Whole => ("file", "this content"),
+        EditKind::Remove => ("delete", "nothing"),
         _ => ("edit", "its REPLACE text"),
     };
     let mut line = match e.status {
+        EditStatus::Applied if e.kind == EditKind::Remove => format!("{noun} {n}: {path} deleted"),
         EditStatus::Applied => {
             let mut s = match &e.lines {
                 Some(r) if r.is_empty() && e.tier.is_none() => {
@@ -483,11 +489,18 @@ fn edit_line(path: &str, e: &EditReport, doc: Option<&Document>) -> String {
 }
 
 /// The words for what happens to a file as a whole, when edits do not say it.
-fn file_line(f: &crate::report::FileReport) -> Option<String> {
+fn file_line(f: &crate::report::FileReport, writes: bool) -> Option<String> {
     let mode = f.mode.map(|m| format!(" (mode {m:o})")).unwrap_or_default();
+    let (moved, deleted) = if writes {
+        ("moved to", "deleted")
+    } else {
+        ("would move to", "would be deleted")
+    };
     match (f.status, &f.new_path) {
-        (FileStatus::Renamed, Some(to)) => Some(format!("{}: moved to {to}{mode}", f.path)),
-        (FileStatus::Deleted, _) => Some(format!("{}: deleted", f.path)),
+        (FileStatus::Renamed, Some(to)) => Some(format!("{}: {moved} {to}{mode}", f.path)),
+        (FileStatus::Deleted, _) if !f.edits.iter().any(|e| e.kind == EditKind::Remove) => {
+            Some(format!("{}: {deleted}", f.path))
+        }
         (FileStatus::Created, _) if f.edits.is_empty() => {
             Some(format!("{}: created (empty){mode}", f.path))
         }
@@ -527,8 +540,9 @@ pub fn apply_message(
     for n in &report.notes {
         let _ = writeln!(out, "note: {}", warning(n));
     }
+    let writes = report.ok || partial;
     for f in &report.files {
-        if let Some(line) = file_line(f) {
+        if let Some(line) = file_line(f, writes) {
             let _ = writeln!(out, "{line}");
         }
     }
@@ -548,34 +562,46 @@ pub fn apply_message(
             format!("{n} {many}")
         }
     };
-    if failed.is_empty() {
+    // Files that failed as a whole (a delete of a missing file) count as failures too.
+    let file_failed = report
+        .files
+        .iter()
+        .any(|f| f.edits.is_empty() && f.error.is_some());
+    if failed.is_empty() && !file_failed {
         return out.trim_end().to_owned();
     }
-    let would: Vec<usize> = ok.clone();
+    // "hunk 2" for diffs, "edit 2" for everything else.
+    let noun = if !edits.is_empty() && edits.iter().all(|(_, e)| e.kind == EditKind::Hunk) {
+        "hunk"
+    } else {
+        "edit"
+    };
+    let capital = if noun == "hunk" { "Hunk" } else { "Edit" };
+    let s = |n: usize| if n == 1 { "" } else { "s" };
     if partial {
         if ok.is_empty() {
-            out.push_str("No edit applied.");
+            let _ = write!(out, "No {noun} applied.");
         } else {
             let _ = write!(
                 out,
-                "Edit{} {} applied; {} not. Send only the fixed failed edit{} again.",
-                if ok.len() == 1 { "" } else { "s" },
+                "{capital}{} {} applied; {} not. Send only the fixed failed {noun}{} again.",
+                s(ok.len()),
                 numbers(&ok),
                 plural(failed.len(), "one did", "did"),
-                if failed.len() == 1 { "" } else { "s" },
+                s(failed.len()),
             );
         }
     } else {
         out.push_str("Nothing was written");
-        if would.is_empty() {
+        if ok.is_empty() || failed.is_empty() {
             out.push('.');
         } else {
             let _ = write!(
                 out,
-                ": edit{} {} would apply, but edits are all-or-nothing. Fix edit{} {} and send all {} edits again.",
-                if would.len() == 1 { "" } else { "s" },
-                numbers(&would),
-                if failed.len() == 1 { "" } else { "s" },
+                ": {noun}{} {} would apply, but changes are all-or-nothing. Fix {noun}{} {} and send all {} {noun}s again.",
+                s(ok.len()),
+                numbers(&ok),
+                s(failed.len()),
                 numbers(&failed),
                 edits.len()
             );

@@ -62,6 +62,8 @@ pub enum EditKind {
     Chunk,
     /// A whole file's new content.
     Whole,
+    /// A file deletion.
+    Remove,
 }
 
 /// What became of one file.

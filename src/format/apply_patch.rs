@@ -62,6 +62,13 @@ pub(crate) fn looks_like(input: &str) -> Option<usize> {
     })
 }
 
+/// Drops blank context lines at the end of a chunk: they separate chunks.
+fn trim_blank_tail(c: &mut Chunk) {
+    while matches!(c.lines.last(), Some(HunkLine::Context(t)) if t.is_empty()) {
+        c.lines.pop();
+    }
+}
+
 /// `EOF`, `PATCH`, `END_PATCH`: the word that closes a shell heredoc.
 fn is_heredoc_end(line: &str) -> bool {
     let t = line.trim();
@@ -75,6 +82,12 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
         .collect();
     let mut notes = Vec::new();
     let begin = lines.iter().position(|l| l.trim() == "*** Begin Patch");
+    let heredoc = Warning::LenientEnvelope {
+        what: "a heredoc wrapper",
+    };
+    if begin.is_some_and(|b| lines[..b].iter().any(|l| l.contains("<<"))) {
+        notes.push(heredoc.clone());
+    }
     if begin.is_some_and(|b| lines[b] != "*** Begin Patch") {
         notes.push(Warning::LenientEnvelope {
             what: "padded `*** Begin Patch`",
@@ -107,9 +120,9 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
             .rposition(|l| !l.trim().is_empty())
             .map(|k| k + start);
         if let Some(k) = last.filter(|&k| is_heredoc_end(lines[k])) {
-            notes.push(Warning::LenientEnvelope {
-                what: "a heredoc wrapper",
-            });
+            if !notes.contains(&heredoc) {
+                notes.push(heredoc.clone());
+            }
             stop = k;
         }
     }
@@ -146,7 +159,7 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
             });
         } else if let Some(path) = header(line, "*** Delete File:") {
             changes.push(FileChange {
-                action: Action::Remove,
+                action: Action::Remove(EditOp::RemoveFile { source_line: at }),
                 ..FileChange::edit(Some(path.to_owned()), Vec::new())
             });
             i += 1;
@@ -176,6 +189,8 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
                     break;
                 }
                 if let Some(anchor) = l.strip_prefix("@@") {
+                    // Blank lines before the next `@@` separate chunks; they are not context.
+                    trim_blank_tail(&mut current);
                     if !current.lines.is_empty() {
                         chunks.push(std::mem::replace(
                             &mut current,
@@ -211,10 +226,7 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
                 }
                 i += 1;
             }
-            // Blank lines after a chunk's last change separate chunks; they are not context.
-            while matches!(current.lines.last(), Some(HunkLine::Context(c)) if c.is_empty()) {
-                current.lines.pop();
-            }
+            trim_blank_tail(&mut current);
             if !current.lines.is_empty() || !current.anchors.is_empty() {
                 chunks.push(current);
             }
@@ -438,6 +450,19 @@ fn resolve_chunk(
         }
         Err(e) => return Err(e.into()),
     };
+    let mut found = found;
+    if c.end_of_file {
+        // `*** End of File`: only a place that ends the file will do.
+        let n = doc.line_count();
+        found.retain(|m| m.range.end == n);
+        if found.is_empty() {
+            return Err(EditError::NotFound {
+                nearest: Vec::new(),
+                bounded: false,
+                after_edit: None,
+            });
+        }
+    }
     let m = match found.len() {
         1 => found.into_iter().next().ok_or(EditError::BlankSearch)?,
         _ if c.end_of_file => {

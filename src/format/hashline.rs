@@ -170,7 +170,14 @@ fn anchors(rest: &str) -> Option<(Anchor, Anchor)> {
                 .trim_end()
                 .trim_end_matches(['.', '-', ','])
                 .trim_end();
-            Some((Anchor::parse(first)?, Anchor::parse(&rest[*second..])?))
+            match (Anchor::parse(first), Anchor::parse(&rest[*second..])) {
+                (Some(a), Some(b)) => Some((a, b)),
+                // `LINE:HASH|content` whose content holds a `1:end` slice: one anchor.
+                _ => {
+                    let a = Anchor::parse(rest)?;
+                    Some((a.clone(), a))
+                }
+            }
         }
         _ => None,
     }
@@ -245,7 +252,7 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
             }
             Directive::DeleteFile => {
                 changes.push(FileChange {
-                    action: Action::Remove,
+                    action: Action::Remove(EditOp::RemoveFile { source_line: at }),
                     ..FileChange::edit(path.clone(), Vec::new())
                 });
                 continue;
@@ -399,7 +406,7 @@ fn parse_json(args: &Value) -> Result<Patch, ParseError> {
     }
     if remove {
         changes.push(FileChange {
-            action: Action::Remove,
+            action: Action::Remove(EditOp::RemoveFile { source_line: 0 }),
             ..FileChange::edit(path, Vec::new())
         });
     }
@@ -433,7 +440,14 @@ fn verify(
     warnings: &mut Vec<Warning>,
 ) -> Result<usize, ()> {
     let i = a.line - 1;
-    if i < doc.line_count() && line_hash(doc.line(i)) == a.hash {
+    let echo_agrees = |line: &str| {
+        a.content
+            .as_deref()
+            .is_none_or(|c| c.trim_end() == line.trim_end() || line_hash(c) != a.hash)
+    };
+    // The hash alone never decides: when the model echoed the line and the echo
+    // differs from the line here (a hash collision), the content is looked for.
+    if i < doc.line_count() && line_hash(doc.line(i)) == a.hash && echo_agrees(doc.line(i)) {
         return Ok(i);
     }
     // What the line held when the model saw it: echoed, or from the seen version.
@@ -476,6 +490,23 @@ fn strip_echoed_anchors(lines: &mut [String], warnings: &mut Vec<Warning>) {
     warnings.push(Warning::StrippedAnchors);
 }
 
+/// Lines equal but for trailing whitespace (what the hash ignores too).
+fn same(a: &str, b: &str) -> bool {
+    a.trim_end() == b.trim_end()
+}
+
+/// Whether `lines` stand in `doc` from line `at` on, and say enough (some
+/// text) to count as evidence that an edit already put them there.
+fn already_there(doc: &Document, at: usize, lines: &[String]) -> bool {
+    let text: usize = lines.iter().map(|l| l.trim().len()).sum();
+    text >= 4
+        && at + lines.len() <= doc.line_count()
+        && lines
+            .iter()
+            .enumerate()
+            .all(|(k, l)| same(doc.line(at + k), l))
+}
+
 fn resolve_anchor_edit(
     e: &AnchorEdit,
     doc: &Document,
@@ -514,6 +545,15 @@ fn resolve_anchor_edit(
         }
     };
     if !stale.is_empty() {
+        // A re-sent replacement: its anchors went stale because it was applied.
+        if let AnchorOp::Replace { start, lines, .. } = &e.op {
+            if already_there(doc, start.line - 1, lines) {
+                let mut r = Resolution::status(EditStatus::AlreadyApplied);
+                r.tier = Some(Tier::Anchor);
+                r.lines = Some(start.line - 1..start.line - 1 + lines.len());
+                return Ok(r);
+            }
+        }
         return Err(EditError::StaleAnchors { anchors: stale });
     }
     strip_echoed_anchors(&mut lines, &mut warnings);
@@ -524,8 +564,8 @@ fn resolve_anchor_edit(
             // Both neighbours restated: the model echoed the frame. One side alone is kept.
             let before = doc.line(range.start - 1);
             let after = doc.line(range.end);
-            if lines.first().is_some_and(|l| l == before)
-                && lines.last().is_some_and(|l| l == after)
+            if lines.first().is_some_and(|l| same(l, before))
+                && lines.last().is_some_and(|l| same(l, after))
             {
                 lines.remove(0);
                 lines.pop();
@@ -535,7 +575,7 @@ fn resolve_anchor_edit(
         AnchorOp::InsertAfter { .. } if range.start > 0 => {
             if lines
                 .first()
-                .is_some_and(|l| l == doc.line(range.start - 1))
+                .is_some_and(|l| same(l, doc.line(range.start - 1)))
                 && lines.len() > 1
             {
                 lines.remove(0);
@@ -543,12 +583,27 @@ fn resolve_anchor_edit(
             }
         }
         AnchorOp::InsertBefore { .. } if range.start < doc.line_count() => {
-            if lines.last().is_some_and(|l| l == doc.line(range.start)) && lines.len() > 1 {
+            if lines.last().is_some_and(|l| same(l, doc.line(range.start))) && lines.len() > 1 {
                 lines.pop();
                 warnings.push(Warning::BoundaryEcho);
             }
         }
         _ => {}
+    }
+    // A re-sent insertion: its lines already stand where they would go.
+    let inserted_already = match &e.op {
+        AnchorOp::InsertAfter { .. } => already_there(doc, range.start, &lines),
+        AnchorOp::InsertBefore { .. } => {
+            range.start >= lines.len() && already_there(doc, range.start - lines.len(), &lines)
+        }
+        _ => false,
+    };
+    if inserted_already {
+        let mut r = Resolution::status(EditStatus::AlreadyApplied);
+        r.tier = Some(Tier::Anchor);
+        r.lines = Some(range);
+        r.warnings = warnings;
+        return Ok(r);
     }
     // Lines the edit keeps keep their bytes: diff the range against the payload.
     let old: Vec<&str> = range.clone().map(|i| doc.line(i)).collect();

@@ -121,8 +121,9 @@ pub enum Action {
     Create(Vec<EditOp>),
     /// Delete it: the edits, applied, must leave it empty (they check its content).
     Delete(Vec<EditOp>),
-    /// Delete it, whatever it holds (it must exist).
-    Remove,
+    /// Delete it, whatever it holds (it must exist). The op stands for the
+    /// deletion in the report.
+    Remove(EditOp),
 }
 
 impl Action {
@@ -130,7 +131,7 @@ impl Action {
     pub fn ops(&self) -> &[EditOp] {
         match self {
             Action::Edit(ops) | Action::Create(ops) | Action::Delete(ops) => ops,
-            Action::Remove => &[],
+            Action::Remove(op) => std::slice::from_ref(op),
         }
     }
 }
@@ -204,6 +205,11 @@ pub enum EditOp {
     Chunk(Chunk),
     /// A whole file's new content.
     Whole(WholeFile),
+    /// Delete the file (hashline `delete file`, apply_patch `*** Delete File:`).
+    RemoveFile {
+        /// 1-based input line of the request (0 for JSON).
+        source_line: usize,
+    },
 }
 
 impl EditOp {
@@ -215,6 +221,7 @@ impl EditOp {
             EditOp::Anchor(a) => a.source_line,
             EditOp::Chunk(c) => c.source_line,
             EditOp::Whole(w) => w.source_line,
+            EditOp::RemoveFile { source_line } => *source_line,
         }
     }
 
@@ -226,6 +233,7 @@ impl EditOp {
             EditOp::Anchor(_) => crate::report::EditKind::Anchor,
             EditOp::Chunk(_) => crate::report::EditKind::Chunk,
             EditOp::Whole(_) => crate::report::EditKind::Whole,
+            EditOp::RemoveFile { .. } => crate::report::EditKind::Remove,
         }
     }
 
@@ -241,6 +249,8 @@ impl EditOp {
             EditOp::Anchor(a) => Hashline.resolve(a, doc, ctx),
             EditOp::Chunk(c) => ApplyPatch.resolve(c, doc, ctx),
             EditOp::Whole(w) => Whole.resolve(w, doc, ctx),
+            // The engine deletes the file; the op only carries the report.
+            EditOp::RemoveFile { .. } => Ok(Resolution::status(EditStatus::Applied)),
         }
     }
 }
@@ -413,8 +423,8 @@ impl Format {
     /// several fit, the one whose first marker comes first wins (a diff of a
     /// file about SEARCH/REPLACE blocks is still a diff).
     pub fn detect(input: &str) -> Option<Format> {
-        if looks_like_tool_json(input) {
-            return Some(Format::SearchReplace);
+        if let Some(value) = json_object(input) {
+            return tool_call_format(&value);
         }
         let found = [
             (search_replace::looks_like(input), Format::SearchReplace),
@@ -439,36 +449,23 @@ impl Format {
     /// Parses model text in this format, with the diff options (`-p`, `-R`)
     /// for formats they concern.
     pub fn parse_with(self, input: &str, diff: DiffOptions) -> Result<Patch, ParseError> {
+        // A JSON object is the format's tool-call arguments, pasted as input.
+        if let Some(value) = json_object(input) {
+            return match (self, diff.reverse || diff.strip.is_some()) {
+                (Format::UnifiedDiff, true) => {
+                    let text = value
+                        .get("diff")
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or("");
+                    udiff::parse_diff(text, diff)
+                }
+                _ => self.parse_tool_call(&value),
+            };
+        }
         match self {
-            Format::SearchReplace => {
-                if looks_like_tool_json(input) {
-                    let value: serde_json::Value =
-                        serde_json::from_str(input.trim()).map_err(|_| {
-                            ParseError::BadArguments {
-                                field: "json".into(),
-                                expected: "a JSON object",
-                            }
-                        })?;
-                    SearchReplace.parse_tool_call(&value)
-                } else {
-                    SearchReplace.parse(input)
-                }
-            }
+            Format::SearchReplace => SearchReplace.parse(input),
             Format::UnifiedDiff => udiff::parse_diff(input, diff),
-            Format::Hashline => {
-                if input.trim_start().starts_with('{') {
-                    let value: serde_json::Value =
-                        serde_json::from_str(input.trim()).map_err(|_| {
-                            ParseError::BadArguments {
-                                field: "json".into(),
-                                expected: "a JSON object",
-                            }
-                        })?;
-                    Hashline.parse_tool_call(&value)
-                } else {
-                    Hashline.parse(input)
-                }
-            }
+            Format::Hashline => Hashline.parse(input),
             Format::ApplyPatch => ApplyPatch.parse(input),
             Format::Whole => Whole.parse(input),
         }
@@ -519,14 +516,41 @@ impl Format {
     }
 }
 
-/// A JSON object as the whole input: the tool-call form pasted on the command line.
-fn looks_like_tool_json(input: &str) -> bool {
+/// A JSON object as the whole input: a tool call's arguments pasted on the command line.
+fn json_object(input: &str) -> Option<serde_json::Value> {
     let t = input.trim();
-    t.starts_with('{')
-        && t.ends_with('}')
-        && ["\"path\"", "\"file_path\"", "\"filePath\""]
-            .iter()
-            .any(|k| t.contains(k))
+    if !(t.starts_with('{') && t.ends_with('}')) {
+        return None;
+    }
+    serde_json::from_str::<serde_json::Value>(t)
+        .ok()
+        .filter(serde_json::Value::is_object)
+}
+
+/// Which format's tool call a JSON object is, by its keys.
+fn tool_call_format(v: &serde_json::Value) -> Option<Format> {
+    let has = |k: &str| v.get(k).is_some();
+    let first_edit = v
+        .get("edits")
+        .and_then(|e| e.as_array())
+        .and_then(|a| a.first());
+    let text = ["input", "patch"]
+        .iter()
+        .find_map(|k| v.get(*k))
+        .and_then(serde_json::Value::as_str);
+    if has("old_string") || first_edit.is_some_and(|e| e.get("old_string").is_some()) {
+        Some(Format::SearchReplace)
+    } else if first_edit.is_some_and(|e| e.get("op").is_some()) {
+        Some(Format::Hashline)
+    } else if text.is_some_and(|t| apply_patch::looks_like(t).is_some()) {
+        Some(Format::ApplyPatch)
+    } else if has("diff") || text.is_some() {
+        Some(Format::UnifiedDiff)
+    } else if has("content") {
+        Some(Format::Whole)
+    } else {
+        None
+    }
 }
 
 /// Lines of a numbered view: `N | text` or `N:text`-free plain numbering, as `lancet view` prints.
