@@ -8,5 +8,6 @@ mod cli;
 mod engine;
 mod feedback;
 mod fixtures;
+mod fuzz_regressions;
 mod layout;
 mod props;
