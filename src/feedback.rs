@@ -184,7 +184,10 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
                 EditKind::Whole | EditKind::Remove => "",
                 _ => "To create it, send its content with an empty SEARCH section.",
             };
-            let _ = write!(out, "{path} does not exist. {how}");
+            let _ = write!(out, "{path} does not exist.");
+            if !how.is_empty() {
+                let _ = write!(out, " {how}");
+            }
         }
         EditError::Undecodable(d) => out.push_str(&decode_error(path, d)),
         EditError::Unreadable { kind } => {

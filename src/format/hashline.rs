@@ -473,21 +473,34 @@ fn verify(
 }
 
 /// `12:ZPM|code` prefixes echoed into payload lines, removed when every non-empty line has one.
-fn strip_echoed_anchors(lines: &mut [String], warnings: &mut Vec<Warning>) {
-    let prefixed = |l: &str| -> Option<usize> {
+fn strip_echoed_anchors(doc: &Document, lines: &mut [String], warnings: &mut Vec<Warning>) {
+    let prefixed = |l: &str| -> Option<(Anchor, usize)> {
         let (head, _) = l.split_once('|')?;
-        Anchor::parse(head).map(|_| head.len() + 1)
+        Anchor::parse(head).map(|a| (a, head.len() + 1))
+    };
+    // A prefix that is a true anchor of this file, followed by that very line,
+    // is an echo wherever it appears; otherwise every line must carry one (a
+    // lone `12|` may be real text, such as a Markdown table row).
+    let true_echo = |l: &str| {
+        prefixed(l).is_some_and(|(a, cut)| {
+            let i = a.line - 1;
+            i < doc.line_count() && line_hash(doc.line(i)) == a.hash && same(&l[cut..], doc.line(i))
+        })
     };
     let nonempty: Vec<&String> = lines.iter().filter(|l| !l.is_empty()).collect();
-    if nonempty.is_empty() || !nonempty.iter().all(|l| prefixed(l).is_some()) {
-        return;
-    }
+    let all = !nonempty.is_empty() && nonempty.iter().all(|l| prefixed(l).is_some());
+    let mut stripped = false;
     for l in lines.iter_mut() {
-        if let Some(cut) = prefixed(l) {
-            *l = l[cut..].to_owned();
+        if all || true_echo(l) {
+            if let Some((_, cut)) = prefixed(l) {
+                *l = l[cut..].to_owned();
+                stripped = true;
+            }
         }
     }
-    warnings.push(Warning::StrippedAnchors);
+    if stripped {
+        warnings.push(Warning::StrippedAnchors);
+    }
 }
 
 /// Lines equal but for trailing whitespace (what the hash ignores too).
@@ -526,7 +539,12 @@ fn resolve_anchor_edit(
     let (range, mut lines) = match &e.op {
         AnchorOp::SetFile { lines } => (0..doc.line_count(), lines.clone()),
         AnchorOp::Replace { start, end, lines } => {
-            let (s, t) = (check(start, &mut warnings), check(end, &mut warnings));
+            let s = check(start, &mut warnings);
+            let t = if end == start {
+                s
+            } else {
+                check(end, &mut warnings)
+            };
             if stale.is_empty() && t < s {
                 return Err(EditError::AnchorOrder {
                     start: start.text(),
@@ -556,7 +574,7 @@ fn resolve_anchor_edit(
         }
         return Err(EditError::StaleAnchors { anchors: stale });
     }
-    strip_echoed_anchors(&mut lines, &mut warnings);
+    strip_echoed_anchors(doc, &mut lines, &mut warnings);
     match &e.op {
         AnchorOp::Replace { .. }
             if lines.len() >= 2 && range.start > 0 && range.end < doc.line_count() =>
@@ -572,21 +590,19 @@ fn resolve_anchor_edit(
                 warnings.push(Warning::BoundaryEcho);
             }
         }
-        AnchorOp::InsertAfter { .. } if range.start > 0 => {
-            if lines
-                .first()
-                .is_some_and(|l| same(l, doc.line(range.start - 1)))
-                && lines.len() > 1
-            {
-                lines.remove(0);
-                warnings.push(Warning::BoundaryEcho);
-            }
+        AnchorOp::InsertAfter { .. }
+            if range.start > 0 && lines.len() > 1 && same(&lines[0], doc.line(range.start - 1)) =>
+        {
+            lines.remove(0);
+            warnings.push(Warning::BoundaryEcho);
         }
-        AnchorOp::InsertBefore { .. } if range.start < doc.line_count() => {
-            if lines.last().is_some_and(|l| same(l, doc.line(range.start))) && lines.len() > 1 {
-                lines.pop();
-                warnings.push(Warning::BoundaryEcho);
-            }
+        AnchorOp::InsertBefore { .. }
+            if range.start < doc.line_count()
+                && lines.len() > 1
+                && lines.last().is_some_and(|l| same(l, doc.line(range.start))) =>
+        {
+            lines.pop();
+            warnings.push(Warning::BoundaryEcho);
         }
         _ => {}
     }

@@ -70,7 +70,7 @@ fn files(input: &str) -> Vec<(String, Vec<String>, usize)> {
             .and_then(|k| super::search_replace::path_from(lines[k]));
         let close = (i + 1..lines.len()).find(|&k| {
             let t = lines[k].trim();
-            t.len() >= marker.len() && t.chars().all(|c| Some(c) == marker.chars().next())
+            t.len() >= marker.len() && t.chars().all(|c| marker.starts_with(c))
         });
         let Some(close) = close else {
             break;

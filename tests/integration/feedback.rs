@@ -292,3 +292,144 @@ fn direct_messages() {
     .collect();
     insta::assert_snapshot!("parse_errors", parse.join("\n---\n"));
 }
+
+/// Applies `input` (any format, detected) to a workspace holding `files`; the message.
+fn message_in(files: &[(&str, &str)], input: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    for (p, t) in files {
+        std::fs::write(dir.path().join(p), t).unwrap();
+    }
+    let ws = Workspace::open(dir.path()).unwrap();
+    let format = Format::detect(input).unwrap();
+    let patch = format.parse(input).unwrap();
+    plan(&ws, &patch, &ApplyOptions::default())
+        .into_report()
+        .message
+}
+
+const TWINS: &str = "a\nb\nx = 1\nc\nd\ne\nf\ng\nh\nx = 1\ni\n";
+
+#[test]
+fn unified_diff_messages() {
+    let shifted = "--- a/app.py\n+++ b/app.py\n@@ -3,3 +3,3 @@ def total(items):\n     result = 0\n-    for item in items:\n+    for item in sorted(items):\n         result += item.price\n";
+    insta::assert_snapshot!("udiff_offset", message_in(&[("app.py", APP)], shifted));
+    let fuzz = "--- a/app.py\n+++ b/app.py\n@@ -11,4 +11,4 @@\n     result = 1\n     for item in items:\n-        result += item.price\n+        result += item.cost\n     return result\n";
+    insta::assert_snapshot!("udiff_fuzz", message_in(&[("app.py", APP)], fuzz));
+    let ambiguous = "--- a/t.txt\n+++ b/t.txt\n@@ -20,1 +20,1 @@\n-x = 1\n+x = 2\n";
+    insta::assert_snapshot!(
+        "udiff_ambiguous",
+        message_in(&[("t.txt", TWINS)], ambiguous)
+    );
+    let missing = "--- a/t.txt\n+++ b/t.txt\n@@ -1,2 +1,2 @@\n a\n-nope\n+yes\n";
+    insta::assert_snapshot!("udiff_not_found", message_in(&[("t.txt", TWINS)], missing));
+    let unplaceable = "--- a/t.txt\n+++ b/t.txt\n@@ -2,0 +3,1 @@\n+new\n";
+    insta::assert_snapshot!(
+        "udiff_unplaceable",
+        message_in(&[("t.txt", TWINS)], unplaceable)
+    );
+    let files = "diff --git a/t.txt b/u.txt\nsimilarity index 100%\nrename from t.txt\nrename to u.txt\ndiff --git a/gone.txt b/gone.txt\ndeleted file mode 100644\n--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n";
+    insta::assert_snapshot!(
+        "udiff_move_and_delete",
+        message_in(&[("t.txt", TWINS), ("gone.txt", "bye\n")], files)
+    );
+    let exists = "--- /dev/null\n+++ b/t.txt\n@@ -0,0 +1 @@\n+other\n";
+    insta::assert_snapshot!(
+        "udiff_create_over_existing",
+        message_in(&[("t.txt", TWINS)], exists)
+    );
+    let leaves = "diff --git a/t.txt b/t.txt\ndeleted file mode 100644\n--- a/t.txt\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-a\n-b\n";
+    insta::assert_snapshot!(
+        "udiff_delete_leaves_content",
+        message_in(&[("t.txt", TWINS)], leaves)
+    );
+}
+
+#[test]
+fn hashline_messages() {
+    let doc = lancet::Document::from_text(TWINS);
+    let anchor = |i: usize| format!("{}:{}", i + 1, lancet::line_hash(doc.line(i)));
+    let stale = "@@ file t.txt\n@@ replace 3:ZZZ\n+x = 3\n";
+    insta::assert_snapshot!("hashline_stale", message_in(&[("t.txt", TWINS)], stale));
+    let moved = format!("@@ file t.txt\n@@ replace {}|c\n+C\n", anchor(3)).replace("4:", "2:");
+    insta::assert_snapshot!(
+        "hashline_relocated",
+        message_in(&[("t.txt", TWINS)], &moved)
+    );
+    let echoed = format!(
+        "@@ file t.txt\n@@ replace {} {}\n+{}|a\n+B\n+{}|x = 1\n",
+        anchor(1),
+        anchor(1),
+        anchor(0),
+        anchor(2)
+    );
+    insta::assert_snapshot!(
+        "hashline_stripped_and_echo",
+        message_in(&[("t.txt", TWINS)], &echoed)
+    );
+    let reversed = format!(
+        "@@ file t.txt\n@@ replace {} {}\n+z\n",
+        anchor(4),
+        anchor(2)
+    );
+    insta::assert_snapshot!(
+        "hashline_reversed_range",
+        message_in(&[("t.txt", TWINS)], &reversed)
+    );
+    let missing = "@@ file none.txt\n@@ replace 1:ZZZ\n+x\n@@ file gone.txt\n@@ delete file\n";
+    insta::assert_snapshot!(
+        "hashline_missing_files",
+        message_in(&[("t.txt", TWINS)], missing)
+    );
+}
+
+#[test]
+fn apply_patch_and_whole_messages() {
+    let sloppy =
+        "apply_patch <<'EOF'\n  *** Begin Patch\n*** Update File: t.txt\n@@ c\n-d\n+D\nEOF\n";
+    insta::assert_snapshot!("apply_patch_notes", message_in(&[("t.txt", TWINS)], sloppy));
+    let no_anchor =
+        "*** Begin Patch\n*** Update File: t.txt\n@@ class Missing:\n-d\n+D\n*** End Patch\n";
+    insta::assert_snapshot!(
+        "apply_patch_anchor_not_found",
+        message_in(&[("t.txt", TWINS)], no_anchor)
+    );
+    let big: String = (0..20).map(|i| format!("line {i}\n")).collect();
+    let truncated = "big.txt\n```\nline 0\n// ... rest unchanged ...\n```\n";
+    insta::assert_snapshot!(
+        "whole_truncated",
+        message_in(&[("big.txt", &big)], truncated)
+    );
+    let placeholder = format!("big.txt\n```\n{}// ... rest unchanged ...\n```\n", big);
+    insta::assert_snapshot!(
+        "whole_placeholder_written",
+        message_in(&[("big.txt", &big)], &placeholder)
+    );
+}
+
+#[test]
+fn more_parse_errors() {
+    let parse: Vec<String> = [
+        ParseError::BadHunkHeader { line: 4 },
+        ParseError::BadHunkLine { line: 6 },
+        ParseError::EmptyHunk { line: 5 },
+        ParseError::BinaryPatch { line: 3 },
+        ParseError::Unsupported {
+            line: 2,
+            what: "copies",
+        },
+        ParseError::BadDirective { line: 1 },
+        ParseError::BadPatchLine { line: 8 },
+    ]
+    .iter()
+    .map(|e| feedback::parse_error(e, None))
+    .collect();
+    insta::assert_snapshot!("parse_errors_other_formats", parse.join("\n---\n"));
+}
+
+/// Each format's model-facing prompt, as `lancet formats NAME` prints it.
+#[test]
+fn prompts() {
+    for f in Format::ALL {
+        insta::assert_snapshot!(format!("prompt_{}", f.name()), f.instructions());
+    }
+}
