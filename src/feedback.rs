@@ -653,6 +653,6 @@ pub fn parse_error(e: &ParseError, format: Option<&str>) -> String {
         ParseError::Unsupported { line, what } => format!(
             "Line {line}: {what} are not supported. Nothing was applied."
         ),
-        ParseError::Unrecognised => "The input is not in any edit format lancet knows: expected SEARCH/REPLACE blocks (`<<<<<<< SEARCH` … `=======` … `>>>>>>> REPLACE`), a unified diff (`--- a/file`, `+++ b/file`, `@@ … @@` hunks), or a JSON object with `path`, `old_string` and `new_string`. Use --format to name the format.".to_owned(),
+        ParseError::Unrecognised => "The input is not in any edit format lancet knows. Expected one of: SEARCH/REPLACE blocks (`<<<<<<< SEARCH` … `=======` … `>>>>>>> REPLACE`); a unified diff (`--- a/file`, `+++ b/file`, `@@ … @@` hunks); hashline directives (`@@ file PATH`, `@@ replace 12:ZPM`); an apply_patch envelope (`*** Begin Patch` … `*** End Patch`); a whole file (its path, then its content in a ``` fence); or a tool call's JSON arguments. Use --format to name the format.".to_owned(),
     }
 }

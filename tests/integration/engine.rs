@@ -73,13 +73,53 @@ fn staleness_by_content_hash() {
 
 #[test]
 fn detects_formats() {
-    assert_eq!(
-        Format::detect("prose\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n"),
-        Some(Format::SearchReplace)
-    );
+    let sr = "prose\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n";
+    assert_eq!(Format::detect(sr), Some(Format::SearchReplace));
     assert_eq!(
         Format::detect(r#"{"path": "a", "old_string": "x", "new_string": "y"}"#),
         Some(Format::SearchReplace)
+    );
+    // A block whose content is a diff is still a block.
+    let sr_with_diff =
+        "notes.md\n<<<<<<< SEARCH\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n=======\nnone\n>>>>>>> REPLACE\n";
+    assert_eq!(Format::detect(sr_with_diff), Some(Format::SearchReplace));
+    // A diff whose content has conflict-marker-like lines is still a diff.
+    let diff_with_markers =
+        "--- a/x.md\n+++ b/x.md\n@@ -1,3 +1,3 @@\n <<<<<<< SEARCH\n-=======\n+>>>>>>> REPLACE\n";
+    assert_eq!(Format::detect(diff_with_markers), Some(Format::UnifiedDiff));
+    assert_eq!(
+        Format::detect("@@ file a.py\n@@ replace 3:ZPM\n+x\n"),
+        Some(Format::Hashline)
+    );
+    assert_eq!(
+        Format::detect(r#"{"path": "a", "edits": [{"op": "delete", "start": "1:ZZZ"}]}"#),
+        Some(Format::Hashline)
+    );
+    assert_eq!(
+        Format::detect("*** Begin Patch\n*** Update File: a\n@@\n-x\n+y\n*** End Patch\n"),
+        Some(Format::ApplyPatch)
+    );
+    assert_eq!(
+        Format::detect(r#"{"input": "*** Begin Patch\n*** Delete File: a\n*** End Patch"}"#),
+        Some(Format::ApplyPatch)
+    );
+    assert_eq!(
+        Format::detect("src/a.py\n```python\nx = 1\n```\n"),
+        Some(Format::Whole)
+    );
+    assert_eq!(
+        Format::detect(r#"{"path": "a", "content": "x"}"#),
+        Some(Format::Whole)
+    );
+    // The usual aider block inside a fenced path is search/replace, not a whole file.
+    assert_eq!(
+        Format::detect("a.py\n```python\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n```\n"),
+        Some(Format::SearchReplace)
+    );
+    // A fenced diff with a path above it is a diff.
+    assert_eq!(
+        Format::detect("a.py\n```diff\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n```\n"),
+        Some(Format::UnifiedDiff)
     );
     assert_eq!(Format::detect("just prose"), None);
 }
