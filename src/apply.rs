@@ -21,7 +21,8 @@ use crate::feedback;
 use crate::format::{Action, EditOp, Patch, Resolution, ResolveContext};
 use crate::matcher::MatchOptions;
 use crate::report::{
-    ApplyReport, EditError, EditReport, EditStatus, FileReport, FileStatus, PathProblem, Warning,
+    ApplyReport, EditError, EditReport, EditStatus, FileReport, FileStatus, PathProblem,
+    SyntaxPolicy, Warning,
 };
 use crate::text::Document;
 use crate::workspace::{Change, Workspace, WorkspaceError, content_hash};
@@ -43,6 +44,8 @@ pub struct ApplyOptions {
     /// The files as the model last saw them (hashline anchors that moved are
     /// relocated by their content).
     pub seen: HashMap<String, Document>,
+    /// What to do when an edit introduces a syntax error (needs the `syntax` feature).
+    pub syntax: SyntaxPolicy,
 }
 
 /// A resolved apply, ready to be written.
@@ -515,6 +518,23 @@ fn plan_file(
             };
             report.status = status;
             report.mode = mode;
+            let writes_text = matches!(
+                status,
+                FileStatus::Created | FileStatus::Modified | FileStatus::Renamed
+            );
+            if writes_text && opts.syntax != SyntaxPolicy::Off {
+                let target = work.rename_to.as_deref().unwrap_or(path);
+                if guard_syntax(
+                    target,
+                    exists.then_some(&doc),
+                    &after,
+                    opts.syntax,
+                    &mut report,
+                ) {
+                    // Refused: the file keeps its content, and so does every other file.
+                    return (report, Some(Outcome::unchanged(doc, hash)));
+                }
+            }
             let change = match status {
                 FileStatus::Deleted => Some((None, None, None)),
                 FileStatus::Created | FileStatus::Modified | FileStatus::Renamed => Some((
@@ -533,6 +553,97 @@ fn plan_file(
                 }),
             )
         }
+    }
+}
+
+/// The syntax guard on one file's change. Returns `true` when the change is
+/// refused (new syntax errors under [`SyntaxPolicy::Reject`]).
+#[cfg(feature = "syntax")]
+fn guard_syntax(
+    path: &str,
+    before: Option<&Document>,
+    after: &Document,
+    policy: SyntaxPolicy,
+    report: &mut FileReport,
+) -> bool {
+    use crate::syntax::{Verdict, check};
+    let issues = match check(path, before, after) {
+        Verdict::UnknownLanguage => return false,
+        Verdict::TooLarge => {
+            if let Some(e) = report.edits.first_mut() {
+                e.warnings.push(Warning::SyntaxSkipped);
+            }
+            return false;
+        }
+        Verdict::Checked(issues) if issues.is_empty() => return false,
+        Verdict::Checked(issues) => issues,
+    };
+    // Each error goes to the edit nearest above it (in the original's lines).
+    let to_old = line_map(before, after);
+    let mut per_edit: Vec<Vec<crate::report::SyntaxIssue>> = vec![Vec::new(); report.edits.len()];
+    for issue in issues {
+        let old = to_old(issue.line);
+        let k = report
+            .edits
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.status == EditStatus::Applied)
+            .filter(|(_, e)| e.lines.as_ref().is_some_and(|r| r.start <= old))
+            .max_by_key(|(_, e)| e.lines.as_ref().map_or(0, |r| r.start))
+            .or_else(|| {
+                report
+                    .edits
+                    .iter()
+                    .enumerate()
+                    .find(|(_, e)| e.status == EditStatus::Applied)
+            })
+            .map_or(0, |(k, _)| k);
+        per_edit[k].push(issue);
+    }
+    let reject = policy == SyntaxPolicy::Reject;
+    for (e, issues) in report.edits.iter_mut().zip(per_edit) {
+        if issues.is_empty() {
+            continue;
+        }
+        if reject {
+            e.fail(EditError::Syntax { issues });
+        } else {
+            e.warnings.push(Warning::SyntaxBroken { issues });
+        }
+    }
+    if reject {
+        report.status = FileStatus::Failed;
+    }
+    reject
+}
+
+#[cfg(not(feature = "syntax"))]
+fn guard_syntax(
+    _: &str,
+    _: Option<&Document>,
+    _: &Document,
+    _: SyntaxPolicy,
+    _: &mut FileReport,
+) -> bool {
+    false
+}
+
+/// Maps a line of `after` to the line of `before` it stands for (or follows).
+#[cfg(feature = "syntax")]
+fn line_map(before: Option<&Document>, after: &Document) -> impl Fn(usize) -> usize {
+    let old: Vec<&str> = before.map(|b| b.lines().collect()).unwrap_or_default();
+    let new: Vec<&str> = after.lines().collect();
+    let runs = crate::splice::line_diff(&old, &new);
+    move |line: usize| {
+        runs.iter()
+            .find(|r| r.new.contains(&line) || (r.new.is_empty() && r.new.start == line))
+            .map_or(old.len(), |r| {
+                if r.equal {
+                    r.old.start + (line - r.new.start)
+                } else {
+                    r.old.start
+                }
+            })
     }
 }
 

@@ -60,6 +60,30 @@ fn list_or(items: &[String]) -> String {
     }
 }
 
+/// `line 12, column 5` for each issue (1-based), at most five.
+fn syntax_places(issues: &[crate::report::SyntaxIssue]) -> String {
+    let mut places: Vec<String> = issues
+        .iter()
+        .take(5)
+        .map(|i| format!("line {}, column {}", i.line + 1, i.column + 1))
+        .collect();
+    if issues.len() > 5 {
+        places.push(format!("{} more", issues.len() - 5));
+    }
+    list(&places)
+}
+
+/// `ERROR` → "not valid here"; `MISSING )` → "missing `)`".
+fn describe_node(kind: &str) -> String {
+    if let Some(what) = kind.strip_prefix("MISSING ") {
+        return format!("missing `{what}`");
+    }
+    if kind.starts_with("IndentationError") {
+        return kind.to_owned();
+    }
+    "the parser cannot make sense of the code from here".to_owned()
+}
+
 fn tier_note(tier: Tier, similarity: Option<f64>) -> Option<String> {
     Some(match tier {
         Tier::Exact | Tier::Anchor => return None,
@@ -109,6 +133,11 @@ pub fn warning(w: &Warning) -> String {
         Warning::PlaceholderWritten { text } => format!(
             "the new content contains the placeholder `{text}`, which was written as is; if it stands for code, send the code"
         ),
+        Warning::SyntaxBroken { issues } => format!(
+            "the result has syntax errors it did not have before, at {}; it was written anyway (--syntax warn)",
+            syntax_places(issues)
+        ),
+        Warning::SyntaxSkipped => "the file is too large for the syntax check, which was skipped".to_owned(),
         Warning::Relocated { from, to } => format!(
             "the anchor for line {} had moved to line {} (lines were added or removed above it); it was found by its content",
             from + 1,
@@ -394,6 +423,23 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
                 out,
                 "the new content of {path} drops {removed} of its {total} lines and contains the placeholder `{placeholder}`: it looks like code was left out, not deleted. Nothing was written. Send the complete file, with every line it should keep."
             );
+        }
+        EditError::Syntax { issues } => {
+            let _ = write!(
+                out,
+                "the edit would break the syntax of {path}: the result has errors it did not have before, at {}. Nothing was written. The lines as the edit would leave them:",
+                syntax_places(issues)
+            );
+            for i in issues.iter().take(6) {
+                let _ = write!(out, "\n    {:>4} | {}", i.line + 1, i.text);
+                let _ = write!(
+                    out,
+                    "\n         | {}^ {}",
+                    " ".repeat(i.text[..i.column.min(i.text.len())].chars().count()),
+                    describe_node(&i.kind)
+                );
+            }
+            out.push_str("\n  Fix the edit so the code stays valid (a bracket or quote closed, a block indented), or pass --syntax warn to write it anyway.");
         }
         EditError::AnchorNotFound { anchor } => {
             let _ = write!(

@@ -47,6 +47,8 @@ pub mod invariants;
 mod matcher;
 mod report;
 pub mod splice;
+#[cfg(feature = "syntax")]
+mod syntax;
 mod text;
 mod workspace;
 
@@ -62,7 +64,7 @@ pub use matcher::{
 };
 pub use report::{
     ApplyReport, EditError, EditKind, EditReport, EditStatus, FileReport, FileStatus, PathProblem,
-    Warning,
+    SyntaxIssue, SyntaxPolicy, Warning,
 };
 pub use text::{DecodeError, Document, Eol};
 pub use workspace::{

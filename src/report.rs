@@ -142,11 +142,44 @@ pub enum Warning {
     StrippedAnchors,
     /// New lines that restated the lines around the edit were dropped.
     BoundaryEcho,
+    /// The edit introduced syntax errors, applied anyway (`--syntax warn`).
+    SyntaxBroken {
+        /// The new errors.
+        issues: Vec<SyntaxIssue>,
+    },
+    /// The file was not syntax-checked (too large for the guard).
+    SyntaxSkipped,
     /// The hunk applied with this many outer context lines ignored.
     Fuzz {
         /// Context lines dropped.
         dropped: usize,
     },
+}
+
+/// A syntax error the edit introduced (0-based line and byte column in the new text).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SyntaxIssue {
+    /// 0-based line.
+    pub line: usize,
+    /// 0-based byte column.
+    pub column: usize,
+    /// The parser's node kind: `ERROR`, or `MISSING x` for a token it had to invent.
+    pub kind: String,
+    /// The line as the edit would leave it.
+    pub text: String,
+}
+
+/// What to do when an edit introduces a syntax error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum SyntaxPolicy {
+    /// Refuse the whole apply; nothing is written.
+    #[default]
+    Reject,
+    /// Apply, and report the new errors.
+    Warn,
+    /// Do not check.
+    Off,
 }
 
 /// Why a path was refused.
@@ -302,6 +335,12 @@ pub enum EditError {
         /// The first placeholder line.
         placeholder: String,
     },
+    /// The edit would introduce syntax errors.
+    #[error("syntax errors")]
+    Syntax {
+        /// The new errors.
+        issues: Vec<SyntaxIssue>,
+    },
     /// A range whose end comes before its start.
     #[error("anchor range reversed")]
     AnchorOrder {
@@ -346,6 +385,7 @@ impl EditError {
             | EditError::AmbiguousDivider { .. } => EditStatus::Ambiguous,
             EditError::Conflict { .. } => EditStatus::Conflict,
             EditError::Stale | EditError::StaleAnchors { .. } => EditStatus::Stale,
+            EditError::Syntax { .. } => EditStatus::SyntaxError,
             EditError::AnchorOrder { .. } => EditStatus::Invalid,
             EditError::ElidedPiece { inner, .. } => inner.status(),
             EditError::Undecodable(_)

@@ -380,6 +380,7 @@ impl Format {
         Format::UnifiedDiff,
         Format::Hashline,
         Format::ApplyPatch,
+        Format::Whole,
     ];
 
     /// The command-line name.

@@ -144,12 +144,14 @@ fn apply(args: ApplyArgs) -> u8 {
             "--reverse and --strip apply to unified diffs; the input is in another format",
         );
     }
-    if matches!(
-        args.syntax,
-        Some(cli::SyntaxPolicy::Reject | cli::SyntaxPolicy::Warn)
-    ) {
+    if !cfg!(feature = "syntax")
+        && matches!(
+            args.syntax,
+            Some(cli::SyntaxPolicy::Reject | cli::SyntaxPolicy::Warn)
+        )
+    {
         // Said rather than silently ignored: a script relying on the guard must know.
-        eprintln!("lancet: note: --syntax has no effect yet: this build has no syntax guard");
+        eprintln!("lancet: note: --syntax has no effect: this build has no syntax guard");
     }
     let diff_opts = lancet::DiffOptions {
         strip: args.strip,
@@ -169,6 +171,12 @@ fn apply(args: ApplyArgs) -> u8 {
     opts.matching = matching;
     opts.partial = args.partial;
     opts.default_path = args.file.clone();
+    opts.syntax = match args.syntax {
+        Some(cli::SyntaxPolicy::Warn) => lancet::SyntaxPolicy::Warn,
+        Some(cli::SyntaxPolicy::Off) => lancet::SyntaxPolicy::Off,
+        // Reject by default: broken code never reaches disk silently.
+        Some(cli::SyntaxPolicy::Reject) | None => lancet::SyntaxPolicy::Reject,
+    };
     let plan = lancet::plan(&ws, &patch, &opts);
     let io_failure = plan
         .report()

@@ -1,0 +1,367 @@
+//! The syntax guard: an edit that turns valid code into broken code is caught
+//! before it reaches disk (feature `syntax`).
+//!
+//! The file is parsed with tree-sitter before and after the edit, and only
+//! errors the edit **introduced** count: the tree of the old text is moved
+//! through the edit (tree-sitter's `InputEdit`, from a line diff of the two
+//! texts), so an error that was already there and merely shifted is matched
+//! to itself; the new text is then parsed incrementally from that tree. A file
+//! that was already broken can still be edited.
+//!
+//! Languages come from a small registry keyed by file extension (`.py`,
+//! `.pyi`, `.rs`); grammars are built once per process. Unknown extensions
+//! and files over [`MAX_BYTES`] are not checked (the report says so). No
+//! tree-sitter type leaves this module.
+
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+use tree_sitter::{InputEdit, Language, Node, Parser, Point, Tree};
+
+use crate::report::SyntaxIssue;
+use crate::splice;
+use crate::text::Document;
+
+/// Files larger than this are not checked: parsing stays well under the time
+/// an apply may take.
+pub(crate) const MAX_BYTES: usize = 2_000_000;
+
+/// One language: its extensions, grammar, and any check the grammar cannot
+/// make (tree-sitter's Python grammar accepts any indentation).
+struct Grammar {
+    extensions: &'static [&'static str],
+    language: &'static LazyLock<Language>,
+    extra: Option<fn(&Document) -> Vec<SyntaxIssue>>,
+}
+
+static PYTHON: LazyLock<Language> = LazyLock::new(|| tree_sitter_python::LANGUAGE.into());
+static RUST: LazyLock<Language> = LazyLock::new(|| tree_sitter_rust::LANGUAGE.into());
+
+/// Adding a language is one line here and its grammar crate in Cargo.toml.
+static REGISTRY: &[Grammar] = &[
+    Grammar {
+        extensions: &["py", "pyi"],
+        language: &PYTHON,
+        extra: Some(python_indentation),
+    },
+    Grammar {
+        extensions: &["rs"],
+        language: &RUST,
+        extra: None,
+    },
+];
+
+/// What the guard found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Not checked: the language is unknown.
+    UnknownLanguage,
+    /// Not checked: the file is larger than [`MAX_BYTES`].
+    TooLarge,
+    /// Checked: these errors are new (empty: the edit broke nothing).
+    Checked(Vec<SyntaxIssue>),
+}
+
+fn grammar(path: &str) -> Option<&'static Grammar> {
+    let ext = path.rsplit_once('.')?.1;
+    REGISTRY.iter().find(|g| g.extensions.contains(&ext))
+}
+
+/// Checks the edit `before` → `after` of `path`; `before` is `None` for a new file.
+pub(crate) fn check(path: &str, before: Option<&Document>, after: &Document) -> Verdict {
+    let Some(grammar) = grammar(path) else {
+        return Verdict::UnknownLanguage;
+    };
+    let language: &Language = grammar.language;
+    if after.text().len() > MAX_BYTES || before.is_some_and(|b| b.text().len() > MAX_BYTES) {
+        return Verdict::TooLarge;
+    }
+    let mut parser = Parser::new();
+    if parser.set_language(language).is_err() {
+        return Verdict::UnknownLanguage;
+    }
+    // The old tree, moved through the edit: its errors, in the new text's lines.
+    let (mut known, old_tree) = match before {
+        Some(b) => match parser.parse(b.text(), None) {
+            Some(mut tree) => {
+                for e in input_edits(b, after) {
+                    tree.edit(&e);
+                }
+                (errors(&tree), Some(tree))
+            }
+            None => (Vec::new(), None),
+        },
+        None => (Vec::new(), None),
+    };
+    let Some(new_tree) = parser.parse(after.text(), old_tree.as_ref()) else {
+        return Verdict::Checked(Vec::new());
+    };
+    let mut fresh = errors(&new_tree);
+    if let Some(extra) = grammar.extra {
+        // The extra check has no tree to move: its old issues move by the line diff.
+        if let Some(b) = before {
+            let to_new = old_to_new(b, after);
+            known.extend(extra(b).into_iter().filter_map(|mut i| {
+                i.line = to_new(i.line)?;
+                Some(i)
+            }));
+        }
+        fresh.extend(extra(after));
+    }
+    let seen: HashSet<(usize, String)> = known.drain(..).map(|i| (i.line, i.kind)).collect();
+    Verdict::Checked(
+        fresh
+            .into_iter()
+            .filter(|i| !seen.contains(&(i.line, i.kind.clone())))
+            .map(|mut i| {
+                if i.line < after.line_count() {
+                    i.text = after.line(i.line).to_owned();
+                }
+                i
+            })
+            .collect(),
+    )
+}
+
+/// Where an unchanged line of `before` is in `after` (`None`: it was changed).
+fn old_to_new(before: &Document, after: &Document) -> impl Fn(usize) -> Option<usize> {
+    let old: Vec<&str> = before.lines().collect();
+    let new: Vec<&str> = after.lines().collect();
+    let runs = splice::line_diff(&old, &new);
+    move |line| {
+        runs.iter()
+            .find(|r| r.equal && r.old.contains(&line))
+            .map(|r| r.new.start + (line - r.old.start))
+    }
+}
+
+/// Python's indentation rules, as its tokenizer applies them: a block opener
+/// (a logical line ending in `:`) must be followed by a deeper line; a deeper
+/// line must follow an opener; a shallower line must return to an enclosing
+/// level. Lines inside brackets, strings and after a `\` are continuations.
+fn python_indentation(doc: &Document) -> Vec<SyntaxIssue> {
+    let mut issues = Vec::new();
+    let mut stack: Vec<usize> = vec![0];
+    let mut depth = 0i32; // open brackets
+    let mut in_string: Option<&'static str> = None; // an open triple-quoted string
+    let mut continued = false; // previous line ended with `\`
+    let mut expect_indent: Option<usize> = None; // the opener's line
+    let issue = |line: usize, kind: &str| SyntaxIssue {
+        line,
+        column: 0,
+        kind: kind.to_owned(),
+        text: String::new(),
+    };
+    for (i, line) in doc.lines().enumerate() {
+        let starts_logical = depth == 0 && in_string.is_none() && !continued;
+        let body = line.trim_start_matches([' ', '\t', '\u{c}']);
+        if starts_logical && !body.is_empty() && !body.starts_with('#') {
+            let width = line[..line.len() - body.len()]
+                .chars()
+                .fold(0, |w, c| if c == '\t' { w / 8 * 8 + 8 } else { w + 1 });
+            let top = *stack.last().unwrap_or(&0);
+            if expect_indent.take().is_some() {
+                if width > top {
+                    stack.push(width);
+                } else {
+                    issues.push(issue(i, "IndentationError: expected an indented block"));
+                }
+            } else if width > top {
+                issues.push(issue(i, "IndentationError: unexpected indent"));
+            } else if width < top {
+                while stack.last().is_some_and(|&t| t > width) {
+                    stack.pop();
+                }
+                if stack.last() != Some(&width) {
+                    issues.push(issue(
+                        i,
+                        "IndentationError: unindent does not match any outer indentation level",
+                    ));
+                    stack.push(width);
+                }
+            }
+        }
+        // Scan the line for brackets, strings and comments.
+        let bytes = line.as_bytes();
+        let mut k = 0;
+        let mut last_code: Option<u8> = None;
+        while k < bytes.len() {
+            if let Some(q) = in_string {
+                match line[k..].find(q) {
+                    Some(end) => {
+                        k += end + q.len();
+                        in_string = None;
+                        last_code = Some(b'"');
+                        continue;
+                    }
+                    None => break,
+                }
+            }
+            match bytes[k] {
+                b'#' => break,
+                b'\'' | b'"' => {
+                    let q = bytes[k];
+                    let triple = bytes.len() >= k + 3 && bytes[k + 1] == q && bytes[k + 2] == q;
+                    if triple {
+                        in_string = Some(if q == b'"' { "\"\"\"" } else { "\'\'\'" });
+                        k += 3;
+                        continue;
+                    }
+                    k += 1;
+                    while k < bytes.len() && bytes[k] != q {
+                        k += if bytes[k] == b'\\' { 2 } else { 1 };
+                    }
+                    k += 1;
+                    last_code = Some(q);
+                    continue;
+                }
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => depth = (depth - 1).max(0),
+                c if !c.is_ascii_whitespace() => {}
+                _ => {
+                    k += 1;
+                    continue;
+                }
+            }
+            last_code = Some(bytes[k]);
+            k += 1;
+        }
+        continued = in_string.is_none() && line.trim_end().ends_with('\\');
+        if depth == 0 && in_string.is_none() && !continued && last_code == Some(b':') {
+            expect_indent = Some(i);
+        }
+    }
+    if let Some(i) = expect_indent {
+        issues.push(issue(i, "IndentationError: expected an indented block"));
+    }
+    issues
+}
+
+/// The point where line `i` starts (or the end of the text).
+fn point(doc: &Document, i: usize) -> (usize, Point) {
+    let byte = doc.byte_range(0..i).end;
+    if i < doc.line_count() || doc.has_final_newline() || doc.line_count() == 0 {
+        (byte, Point { row: i, column: 0 })
+    } else {
+        let last = doc.line_count() - 1;
+        (
+            byte,
+            Point {
+                row: last,
+                column: doc.line(last).len(),
+            },
+        )
+    }
+}
+
+/// The changes `before` → `after` as tree-sitter edits, last first (so each
+/// is expressed in coordinates the ones before it have not moved).
+fn input_edits(before: &Document, after: &Document) -> Vec<InputEdit> {
+    let old: Vec<&str> = before.lines().collect();
+    let new: Vec<&str> = after.lines().collect();
+    let mut edits: Vec<InputEdit> = splice::line_diff(&old, &new)
+        .into_iter()
+        .filter(|r| !r.equal)
+        .map(|r| {
+            let (start_byte, start_position) = point(before, r.old.start);
+            let (old_end_byte, old_end_position) = point(before, r.old.end);
+            let new_len = after.byte_range(r.new.clone()).len();
+            let (_, new_end) = point(after, r.new.end);
+            InputEdit {
+                start_byte,
+                old_end_byte,
+                new_end_byte: start_byte + new_len,
+                start_position,
+                old_end_position,
+                new_end_position: Point {
+                    row: start_position.row + (new_end.row - point(after, r.new.start).1.row),
+                    column: new_end.column,
+                },
+            }
+        })
+        .collect();
+    edits.reverse();
+    edits
+}
+
+/// ERROR and MISSING nodes of a tree (an ERROR node's insides are one error).
+fn errors(tree: &Tree) -> Vec<SyntaxIssue> {
+    fn walk(node: Node<'_>, out: &mut Vec<SyntaxIssue>) {
+        if node.is_error() || node.is_missing() {
+            let p = node.start_position();
+            let kind = if node.is_missing() {
+                format!("MISSING {}", node.kind())
+            } else {
+                "ERROR".to_owned()
+            };
+            out.push(SyntaxIssue {
+                line: p.row,
+                column: p.column,
+                kind,
+                text: String::new(),
+            });
+            return;
+        }
+        if !node.has_error() {
+            return;
+        }
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            walk(child, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(tree.root_node(), &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new_errors(path: &str, before: &str, after: &str) -> Vec<SyntaxIssue> {
+        match check(
+            path,
+            Some(&Document::from_text(before)),
+            &Document::from_text(after),
+        ) {
+            Verdict::Checked(v) => v,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn python_breakage_is_caught() {
+        let ok = "def f(x):\n    return x + 1\n\n\ndef g():\n    return 2\n";
+        assert!(new_errors("a.py", ok, ok).is_empty());
+        let unclosed = ok.replace("return x + 1", "return (x + 1");
+        assert!(!new_errors("a.py", ok, &unclosed).is_empty());
+        let dedent = ok.replace("    return 2", "return 2");
+        assert!(
+            !new_errors("a.py", ok, &dedent).is_empty(),
+            "indentation break"
+        );
+    }
+
+    #[test]
+    fn rust_breakage_is_caught_and_old_errors_do_not_count() {
+        let ok = "fn main() {\n    let x = 1;\n    println!(\"{x}\");\n}\n";
+        let broken = ok.replace("let x = 1;", "let x = 1");
+        let issues = new_errors("m.rs", ok, &broken);
+        assert!(!issues.is_empty());
+        // Already broken: an unrelated edit elsewhere is fine.
+        let still = broken.replace("println!(\"{x}\")", "println!(\"x = {x}\")");
+        assert!(new_errors("m.rs", &broken, &still).is_empty());
+        // Lines inserted above move the old error; it is still not new.
+        let shifted = format!("// header\n// more\n{broken}");
+        assert!(new_errors("m.rs", &broken, &shifted).is_empty());
+    }
+
+    #[test]
+    fn unknown_languages_are_not_checked() {
+        assert_eq!(
+            check("notes.txt", None, &Document::from_text("(((")),
+            Verdict::UnknownLanguage
+        );
+    }
+}
