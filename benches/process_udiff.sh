@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# Process-level bench for unified diffs: the whole `lancet apply` process
+# (start-up, parsing, reading, resolving, writing, the undo journal) next to
+# GNU patch applying the same git diff to the same file, on
+#   1. ~20 real diffs from this project's history (one file changed by one
+#      commit, `git diff` with 3 lines of context, applied to its pre-image;
+#      picked evenly across the history's modifications), and
+#   2. a 1,000-hunk git diff (every 100th line changed) on a 100,000-line file.
+# `benches/udiff.rs` measures the engine alone on case 2; `benches/process.sh`
+# does the same comparison for a search/replace block.
+#
+# Usage: benches/process_udiff.sh [runs] [diffs]   (default: 30 timed runs per
+#        tool and case, 20 real diffs)
+#
+# Needs cargo, git, awk and GNU patch; times with hyperfine when installed,
+# else with a bash loop. Every run starts from the pristine file (hyperfine's
+# `--prepare`, never timed), and both tools' results are checked against the
+# real post-image before anything is timed.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+runs=${1:-30}
+want=${2:-20}
+target=${CARGO_TARGET_DIR:-$root/target}
+
+echo "building lancet (release)..." >&2
+cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin lancet
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# A private copy: a concurrent build must not swap the binary mid-run.
+cp "$target/release/lancet" "$work/lancet"
+lancet=$work/lancet
+
+# ------------------------------------------------------------------ cases
+# Each case is a directory: pre (pristine file), post (expected), edit.diff,
+# path (the file's path in the tree), tree/ (where the tools run).
+
+n_cases=0
+add_case() { # name path pre-file post-file diff-file
+    local d=$work/cases/$1
+    mkdir -p "$d/tree/$(dirname "$2")"
+    printf '%s' "$2" >"$d/path"
+    cp "$3" "$d/pre"
+    cp "$4" "$d/post"
+    cp "$5" "$d/edit.diff"
+    n_cases=$((n_cases + 1))
+}
+
+# 1. Real diffs: modifications of text files (under 256 KiB) in this history.
+git -C "$root" log --no-merges --reverse --format='%H %P' | while read -r c p _; do
+    [[ -n ${p:-} ]] || continue
+    git -C "$root" diff-tree -r --no-renames --numstat "$p" "$c" | while read -r add del path; do
+        [[ $add == - || $path == *' '* ]] && continue # binary, or a path with spaces
+        # Modifications only: the path exists on both sides.
+        git -C "$root" cat-file -e "$p:$path" 2>/dev/null || continue
+        git -C "$root" cat-file -e "$c:$path" 2>/dev/null || continue
+        size=$(git -C "$root" cat-file -s "$p:$path")
+        ((size > 0 && size < 262144)) || continue
+        echo "$c $p $path $((add + del))"
+    done
+done >"$work/changes.txt"
+total=$(wc -l <"$work/changes.txt")
+if ((total == 0)); then
+    echo "process_udiff.sh: no modifications in the history" >&2
+    exit 1
+fi
+# Evenly spaced over the history.
+awk -v n="$total" -v k="$want" 'BEGIN { step = n / k; if (step < 1) step = 1 }
+    { if (NR - 1 >= next_pick) { print; next_pick += step } }' "$work/changes.txt" >"$work/picked.txt"
+i=0
+while read -r c p path _; do
+    i=$((i + 1))
+    git -C "$root" cat-file blob "$p:$path" >"$work/pre.tmp"
+    git -C "$root" cat-file blob "$c:$path" >"$work/post.tmp"
+    git -C "$root" -c diff.noprefix=false -c diff.mnemonicprefix=false diff --no-ext-diff \
+        --no-textconv --no-color --no-renames --src-prefix=a/ --dst-prefix=b/ \
+        "$p" "$c" -- "$path" >"$work/diff.tmp"
+    add_case "$(printf 'r%02d' "$i")" "$path" "$work/pre.tmp" "$work/post.tmp" "$work/diff.tmp"
+    printf '%s %s\n' "$(printf 'r%02d' "$i")" "${c:0:10} $path" >>"$work/labels.txt"
+done <"$work/picked.txt"
+
+# 2. 1,000 hunks on 100,000 lines: Rust-like code from a Park–Miller
+#    generator (products stay below 2^53, so any awk writes the same file);
+#    line 50, 150, 250, … changed; the diff made by git (with `index` lines).
+awk -v lines=100000 '
+function rnd(n) { seed = (seed * 16807) % 2147483647; return seed % n }
+function emit(s) { if (count < lines) { print s; count++ } }
+BEGIN {
+    seed = 20240601
+    nw = split("config buffer index parser token node value count offset result state entry path line range cache writer reader limit score", w, " ")
+    nm = split("push insert get find map resolve apply", m, " ")
+    while (count < lines) {
+        f++
+        emit(sprintf("pub fn %s_%d(input: &str) -> usize {", w[rnd(nw) + 1], f))
+        k = rnd(12) + 2
+        for (i = 0; i < k; i++) {
+            r = rnd(4)
+            if (r == 0) emit(sprintf("    // %s the %s of each %s", m[rnd(nm) + 1], w[rnd(nw) + 1], w[rnd(nw) + 1]))
+            else if (r == 1) emit("")
+            else emit(sprintf("    let %s_%d = %s.%s(%d);", w[rnd(nw) + 1], rnd(100), w[rnd(nw) + 1], m[rnd(nm) + 1], rnd(10000)))
+        }
+        emit("    0"); emit("}"); emit("")
+    }
+}' >"$work/big.rs"
+awk '{ if (NR % 100 == 50) { k++; if ($0 ~ /^ *$/) print "    // edit " k; else { sub(/let /, "let mut "); print $0 " // edit " k } } else print }' \
+    "$work/big.rs" >"$work/big.post.rs"
+mkdir -p "$work/bigrepo/src"
+cp "$work/big.rs" "$work/bigrepo/src/big.rs"
+git -C "$work/bigrepo" init -q
+git -C "$work/bigrepo" add src/big.rs
+git -C "$work/bigrepo" -c user.name=bench -c user.email=bench@localhost commit -q -m pre
+cp "$work/big.post.rs" "$work/bigrepo/src/big.rs"
+git -C "$work/bigrepo" -c diff.noprefix=false diff --no-color >"$work/big.diff"
+hunks=$(grep -c '^@@' "$work/big.diff")
+add_case big src/big.rs "$work/big.rs" "$work/big.post.rs" "$work/big.diff"
+printf 'big %s\n' "$hunks hunks, 100000 lines (synthetic)" >>"$work/labels.txt"
+
+# ------------------------------------------------------------------ check
+
+for d in "$work"/cases/*/; do
+    d=${d%/}
+    path=$(cat "$d/path")
+    cat >"$d/restore" <<EOF
+rm -rf "$d/tree/.lancet"
+cp "$d/pre" "$d/tree/$path"
+EOF
+    for tool in lancet patch; do
+        sh "$d/restore"
+        if [[ $tool == lancet ]]; then
+            cmd=("$lancet" apply -p1 -C "$d/tree" "$d/edit.diff")
+        else
+            cmd=(patch -p1 -s --no-backup-if-mismatch -d "$d/tree" -i "$d/edit.diff")
+        fi
+        if ! "${cmd[@]}" >"$work/out.txt" 2>&1 || ! cmp -s "$d/tree/$path" "$d/post"; then
+            echo "process_udiff.sh: $tool did not produce the post-image for $(basename "$d") ($path):" >&2
+            cat "$work/out.txt" >&2
+            exit 1
+        fi
+    done
+done
+
+# ------------------------------------------------------------------ time
+
+now_us() {
+    if [[ -n ${EPOCHREALTIME:-} ]]; then
+        local t=${EPOCHREALTIME/[.,]/}
+        echo "$t"
+    else
+        echo $(($(date +%s%N) / 1000))
+    fi
+}
+
+# The median in ms of `runs` timed runs of the command after $1, restoring case $1 first.
+loop_median() {
+    local d=$1 i t0 t1
+    shift
+    for ((i = 0; i < 3; i++)); do
+        sh "$d/restore"
+        "$@" >/dev/null 2>&1
+    done
+    for ((i = 0; i < runs; i++)); do
+        sh "$d/restore"
+        t0=$(now_us)
+        "$@" >/dev/null 2>&1
+        t1=$(now_us)
+        echo $((t1 - t0))
+    done | sort -n | awk '{ t[NR] = $1 / 1000 }
+        END { printf "%.3f", NR % 2 ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2 }'
+}
+
+# Prints "median_ms_lancet median_ms_lancet_check median_ms_patch" for case dir $1.
+time_case() {
+    local d=$1
+    local l_cmd=("$lancet" apply -p1 -C "$d/tree" "$d/edit.diff")
+    local c_cmd=("$lancet" apply --check -p1 -C "$d/tree" "$d/edit.diff")
+    local p_cmd=(patch -p1 -s --no-backup-if-mismatch -d "$d/tree" -i "$d/edit.diff")
+    if command -v hyperfine >/dev/null; then
+        hyperfine --shell=none --style=none --warmup 3 --runs "$runs" \
+            --prepare "sh $d/restore" --export-csv "$d/times.csv" \
+            -n lancet "${l_cmd[*]}" -n check "${c_cmd[*]}" -n patch "${p_cmd[*]}" \
+            >/dev/null 2>"$d/hyperfine.err"
+        awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+            { m[$col["command"]] = $col["median"] * 1000 }
+            END { printf "%.3f %.3f %.3f\n", m["lancet"], m["check"], m["patch"] }' "$d/times.csv"
+    else
+        echo "$(loop_median "$d" "${l_cmd[@]}") $(loop_median "$d" "${c_cmd[@]}") $(loop_median "$d" "${p_cmd[@]}")"
+    fi
+}
+
+timer="bash loop (hyperfine not found)"
+command -v hyperfine >/dev/null && timer="hyperfine $(hyperfine --version | cut -d' ' -f2)"
+echo "timer: $timer; $runs runs per tool and case; medians in ms"
+echo "lancet: a real apply (undo journal, temp file, fsync, rename); --check: the same without writing"
+printf '%-4s %-46s %6s %5s %8s %8s %8s %7s\n' case "commit file" lines hunks lancet --check patch ratio
+while read -r name label; do
+    d=$work/cases/$name
+    read -r ml mc mp < <(time_case "$d")
+    lines=$(wc -l <"$d/pre")
+    h=$(grep -c '^@@' "$d/edit.diff" || true)
+    printf '%-4s %-46.46s %6d %5d %8.2f %8.2f %8.2f %6.2fx\n' "$name" "$label" "$lines" "$h" "$ml" "$mc" "$mp" \
+        "$(awk -v a="$ml" -v b="$mp" 'BEGIN { print (b > 0 ? a / b : 0) }')"
+    [[ $name == big ]] || echo "$ml $mc $mp" >>"$work/real.ms"
+done <"$work/labels.txt"
+# The real diffs together: the median of the per-diff medians.
+awk '{ l[NR] = $1; c[NR] = $2; p[NR] = $3 }
+    function med(a, n,   i, j, t) {
+        for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    END { ml = med(l, NR); mc = med(c, NR); mp = med(p, NR)
+        printf "%-4s %-46s %6s %5s %8.2f %8.2f %8.2f %6.2fx\n", "all", "median of the " NR " real diffs", "", "", ml, mc, mp, ml / mp }' "$work/real.ms"
