@@ -478,14 +478,23 @@ fn plan_file(
         _ => {
             let after = resolve_file(&doc, &ops, &ctx, opts.sequential, &mut report.edits);
             let all_ok = report.edits.iter().all(|e| e.status.is_ok());
-            let creates = !exists
-                && (work.kind == Kind::Create
-                    || report.edits.iter().any(|e| e.status == EditStatus::Applied));
+            // An edit creates a missing file only when its format says "new
+            // content" (empty SEARCH, a whole file, `@@ set file`); a hunk or a
+            // chunk that merely adds lines to a missing file is an error.
+            let creates =
+                !exists
+                    && (work.kind == Kind::Create
+                        || work.edits.iter().zip(&report.edits).any(|((_, op), e)| {
+                            e.status == EditStatus::Applied && op.can_create()
+                        }));
             if !exists && !creates {
                 // Nothing to create: the edits of a missing file failed because it is missing.
                 for e in &mut report.edits {
                     // Nothing to find (or anchor) in a file that is not there.
-                    if matches!(e.status, EditStatus::NotFound | EditStatus::Stale) {
+                    if matches!(
+                        e.status,
+                        EditStatus::NotFound | EditStatus::Stale | EditStatus::Applied
+                    ) {
                         e.fail(EditError::FileMissing);
                     }
                 }

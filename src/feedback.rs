@@ -240,14 +240,17 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
             bounded,
             after_edit,
         } => {
-            if hunk {
-                let _ = write!(
+            let _ = match kind {
+                EditKind::Hunk => write!(
                     out,
                     "the hunk's old lines (context and `-` lines) were not found in {path}."
-                );
-            } else {
-                let _ = write!(out, "SEARCH text not found in {path}.");
-            }
+                ),
+                EditKind::Chunk => write!(
+                    out,
+                    "the chunk's context and `-` lines were not found in {path} (after its `@@` line, if it has one)."
+                ),
+                _ => write!(out, "SEARCH text not found in {path}."),
+            };
             if let Some(j) = after_edit {
                 let _ = write!(
                     out,
@@ -278,8 +281,8 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
                     if !others.is_empty() {
                         let _ = writeln!(out, "  Also similar: {}.", list(&others));
                     }
-                    out.push_str(if hunk {
-                        "  Make the context and `-` lines match the file exactly and send the diff again."
+                    out.push_str(if hunk || kind == EditKind::Chunk {
+                        "  Make the context and `-` lines match the file exactly and send the patch again."
                     } else {
                         "  Copy the lines to change exactly as they are in the file and send the edit again."
                     });
@@ -304,6 +307,11 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
                 let _ = write!(
                     out,
                     "the hunk's old lines match {n} places in {path}{how}: lines {at}, and its line number does not single one out. Nothing was guessed. Add context lines so they are unique, or correct the hunk header's line numbers."
+                );
+            } else if kind == EditKind::Chunk {
+                let _ = write!(
+                    out,
+                    "the chunk (or its `@@` line) matches {n} places in {path}{how}: lines {at}. Nothing was guessed. Add an `@@` line naming the class or function it is in, or more context lines."
                 );
             } else {
                 let _ = write!(
@@ -459,6 +467,11 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
                 "the hunk has no context lines and removes nothing, so only its line number says where it goes, and {path} is not the file the diff was made from. Add a few unchanged lines around the insertion (a diff with context) and send it again."
             );
         }
+        EditError::NoPath if kind == EditKind::Anchor => {
+            out.push_str("the edit names no file. Put `@@ file PATH` before the edits.");
+        }
+        EditError::NoPath if hunk => out
+            .push_str("the hunk names no file. Put `--- a/PATH` and `+++ b/PATH` lines before it."),
         EditError::NoPath => out
             .push_str("the edit names no file. Put the file's path on the line before the block."),
         EditError::AlreadyExists { path: existing } => {
@@ -517,9 +530,10 @@ fn edit_line(path: &str, e: &EditReport, doc: Option<&Document>) -> String {
                 "{noun} {n}: already applied: {path} already has {what}{at}. Nothing to do; do not send it again"
             )
         }
-        EditStatus::Noop => {
+        EditStatus::Noop if e.kind == EditKind::Block => {
             format!("{noun} {n}: SEARCH and REPLACE are identical, so it changes nothing")
         }
+        EditStatus::Noop => format!("{noun} {n}: changes nothing"),
         _ => match &e.error {
             Some(err) => format!("{noun} {n} failed: {}", edit_error(path, err, doc, e.kind)),
             None => format!("{noun} {n} failed"),
@@ -686,6 +700,12 @@ pub fn parse_error(e: &ParseError, format: Option<&str>) -> String {
         ),
         ParseError::BadHunkLine { line } => format!(
             "Line {line} interrupts a hunk: every line of a hunk starts with ` ` (context, an empty line too), `-` or `+`, and the hunk's header counts more lines after it. Nothing was applied."
+        ),
+        ParseError::BadPayloadLine { line } => format!(
+            "Line {line} is inside a hashline edit but does not start with `+`: every new line is written `+` followed by its text (a lone `+` is an empty line). Nothing was applied."
+        ),
+        ParseError::UnclosedFence { line } => format!(
+            "The ``` fence opened at line {line} is never closed: the output looks cut off. Send the whole file again. Nothing was applied."
         ),
         ParseError::BadHunkHeader { line } => format!(
             "Line {line} starts a hunk but its header cannot be read: write `@@ -OLD_START,OLD_COUNT +NEW_START,NEW_COUNT @@` (or `@@ @@` without numbers). Nothing was applied."

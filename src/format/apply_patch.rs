@@ -114,6 +114,15 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
     }
     let mut stop = end.unwrap_or(lines.len());
     if end.is_none() {
+        // A fenced patch without its end marker ends at the closing fence.
+        if let Some(f) = lines[start..]
+            .iter()
+            .position(|l| l.trim_start().starts_with("```"))
+        {
+            stop = start + f;
+        }
+    }
+    if end.is_none() {
         // A heredoc wrapper's closing word (`EOF`, `PATCH`) after the last section.
         let last = lines[start..stop]
             .iter()
@@ -138,7 +147,8 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
             while i < body.len() && !body[i].trim_start().starts_with("*** ") {
                 match body[i].strip_prefix('+') {
                     Some(l) => added.push(HunkLine::Add(l.to_owned())),
-                    None if body[i].trim().is_empty() => {}
+                    // An empty line in a new file's content (a `+` a tool trimmed).
+                    None if body[i].trim().is_empty() => added.push(HunkLine::Add(String::new())),
                     None => {
                         return Err(ParseError::BadPatchLine {
                             line: start + i + 1,
@@ -146,6 +156,9 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
                     }
                 }
                 i += 1;
+            }
+            while matches!(added.last(), Some(HunkLine::Add(t)) if t.is_empty()) {
+                added.pop();
             }
             let chunk = Chunk {
                 anchors: Vec::new(),
@@ -203,7 +216,9 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
                         ));
                     }
                     let anchor = anchor.trim();
-                    if !anchor.is_empty() {
+                    // `@@ -1,3 +1,3 @@` (a unified diff habit) carries no anchor.
+                    let numbers = anchor.starts_with('-') && anchor.ends_with("@@");
+                    if !anchor.is_empty() && !numbers {
                         current.anchors.push(anchor.to_owned());
                     }
                 } else {
@@ -373,15 +388,27 @@ fn resolve_chunk(
     ctx: &ResolveContext<'_>,
 ) -> Result<Resolution, EditError> {
     let opts = ctx.matching;
-    // Narrow by the anchors, in order.
-    let mut scope = 0..doc.line_count();
+    // Narrow by the anchors, in order. Each anchor is looked for where the one
+    // before it allows; after it, the chunk must *start* in its zone: the block
+    // it opens (deeper-indented lines and the line closing them), or, for a
+    // line that opens no block, everything after it. The chunk may run past.
+    let n = doc.line_count();
+    let mut zone = 0..n;
     let mut last_anchor = None;
     for a in &c.anchors {
-        match find_anchor(doc, a, scope.clone()).as_slice() {
+        let search = last_anchor.map_or(zone.clone(), |k: usize| k + 1..zone.end);
+        match find_anchor(doc, a, search).as_slice() {
             [] => return Err(EditError::AnchorNotFound { anchor: a.clone() }),
             [at] => {
                 last_anchor = Some(*at);
-                scope = block_after(doc, *at);
+                let block = block_after(doc, *at);
+                let opens = block.clone().any(|i| {
+                    let l = doc.line(i);
+                    !l.trim().is_empty()
+                        && indent_width(split_indent(l).0, 4)
+                            > indent_width(split_indent(doc.line(*at)).0, 4)
+                });
+                zone = if opens { *at..block.end } else { *at..n };
             }
             many => {
                 return Err(EditError::Ambiguous {
@@ -397,6 +424,12 @@ fn resolve_chunk(
             }
         }
     }
+    let scope = zone.start..n;
+    let in_zone = |v: Vec<Match>| -> Vec<Match> {
+        v.into_iter()
+            .filter(|m| zone.contains(&m.range.start) || zone.is_empty())
+            .collect()
+    };
     let (old, ops) = ops_of(&c.lines);
     let new: Vec<String> = c
         .lines
@@ -409,6 +442,20 @@ fn resolve_chunk(
     if old.is_empty() {
         // Only additions: right after the anchor; with none, at the end of the file.
         let at = last_anchor.map_or(doc.line_count(), |a| a + 1);
+        // Sent again: the lines already follow the anchor.
+        let text: usize = new.iter().map(|l| l.trim().len()).sum();
+        if text >= 4
+            && at + new.len() <= n
+            && new
+                .iter()
+                .enumerate()
+                .all(|(k, l)| doc.line(at + k).trim_end() == l.trim_end())
+        {
+            let mut r = Resolution::status(EditStatus::AlreadyApplied);
+            r.lines = Some(at..at + new.len());
+            r.tier = Some(Tier::Exact);
+            return Ok(r);
+        }
         let mut r = Resolution::status(EditStatus::Applied);
         r.pieces = vec![Piece {
             range: at..at,
@@ -423,13 +470,23 @@ fn resolve_chunk(
         nearest: false,
         ..opts.clone()
     };
-    let found = match locate_in(doc, &old, &scope, &strict, true) {
-        Ok(found) => found,
+    let found = match locate_in(doc, &old, &scope, &strict, true).map(&in_zone) {
+        Ok(found) if !found.is_empty() => found,
+        Ok(_) => {
+            return Err(EditError::NotFound {
+                nearest: Vec::new(),
+                bounded: false,
+                after_edit: None,
+            });
+        }
         Err(MatchError::NotFound { .. }) => {
             // Already applied: the chunk's result is where it would go.
             if c.lines.iter().any(|l| matches!(l, HunkLine::Context(_))) {
                 let new_refs: Vec<&str> = new.iter().map(String::as_str).collect();
-                if let Ok([m]) = locate_in(doc, &new_refs, &scope, &strict, true).as_deref() {
+                if let Ok([m]) = locate_in(doc, &new_refs, &scope, &strict, true)
+                    .map(&in_zone)
+                    .as_deref()
+                {
                     let mut r = Resolution::status(EditStatus::AlreadyApplied);
                     r.lines = Some(m.range.clone());
                     r.tier = Some(m.tier);

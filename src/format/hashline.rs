@@ -235,16 +235,43 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
             continue;
         };
         let at = i + 1;
-        let d = d.map_err(|()| ParseError::BadDirective { line: at })?;
+        let d: Result<Directive, ()> = d;
+        if d.is_err() {
+            return Err(ParseError::BadDirective { line: at });
+        }
         // The payload: `+` lines up to the next directive (other lines are separators or prose).
         let mut payload = Vec::new();
+        let mut plain = Vec::new();
+        let mut last_plus = 0;
         i += 1;
-        while i < lines.len() && directive(lines[i]).is_none() {
-            if let Some(l) = lines[i].strip_prefix('+') {
-                payload.push(l.to_owned());
+        while i < lines.len() && directive(lines[i]).is_none() && !lines[i].starts_with("```") {
+            match lines[i].strip_prefix('+') {
+                Some(l) => {
+                    payload.push(l.to_owned());
+                    last_plus = i + 1;
+                }
+                None if !lines[i].trim().is_empty() => plain.push(i + 1),
+                None => {}
             }
             i += 1;
         }
+        // Lines without `+` are never dropped silently: before or between `+`
+        // lines, or as the whole payload, they are a mistake; after the last
+        // `+` line they are prose.
+        let takes_payload = matches!(
+            d,
+            Ok(Directive::Replace(..)
+                | Directive::After(_)
+                | Directive::Before(_)
+                | Directive::SetFile)
+        );
+        let stray = plain.iter().find(|&&l| payload.is_empty() || l < last_plus);
+        if let (true, Some(&line)) = (takes_payload, stray) {
+            return Err(ParseError::BadPayloadLine { line });
+        }
+        let Ok(d) = d else {
+            return Err(ParseError::BadDirective { line: at });
+        };
         let op = match d {
             Directive::File(p) => {
                 path = Some(p);
@@ -362,7 +389,12 @@ fn parse_json(args: &Value) -> Result<Patch, ParseError> {
         let op = match op {
             "replace" => {
                 let start = anchor("start").or_else(|_| anchor("anchor"))?;
-                let end = anchor("end").unwrap_or_else(|_| start.clone());
+                // A missing `end` is the start line; a malformed one is an error.
+                let end = if o.contains_key("end") {
+                    anchor("end")?
+                } else {
+                    start.clone()
+                };
                 AnchorOp::Replace {
                     start,
                     end,
@@ -371,7 +403,12 @@ fn parse_json(args: &Value) -> Result<Patch, ParseError> {
             }
             "delete" => {
                 let start = anchor("start").or_else(|_| anchor("anchor"))?;
-                let end = anchor("end").unwrap_or_else(|_| start.clone());
+                // A missing `end` is the start line; a malformed one is an error.
+                let end = if o.contains_key("end") {
+                    anchor("end")?
+                } else {
+                    start.clone()
+                };
                 AnchorOp::Replace {
                     start,
                     end,

@@ -92,6 +92,18 @@ pub enum ParseError {
         /// Line of the directive.
         line: usize,
     },
+    /// A hashline payload line that does not start with `+`.
+    #[error("line {line}: payload line without +")]
+    BadPayloadLine {
+        /// The line.
+        line: usize,
+    },
+    /// A fence opened and never closed (the output was cut off).
+    #[error("line {line}: unclosed fence")]
+    UnclosedFence {
+        /// The line of the opening fence.
+        line: usize,
+    },
     /// A line inside an apply_patch section that is none of ` `, `-`, `+`, `@@`, `***`.
     #[error("line {line}: not a patch line")]
     BadPatchLine {
@@ -222,6 +234,15 @@ impl EditOp {
             EditOp::Chunk(c) => c.source_line,
             EditOp::Whole(w) => w.source_line,
             EditOp::RemoveFile { source_line } => *source_line,
+        }
+    }
+
+    /// Whether applying this edit to a missing file creates the file.
+    pub fn can_create(&self) -> bool {
+        match self {
+            EditOp::SearchReplace(_) | EditOp::Whole(_) => true,
+            EditOp::Anchor(a) => matches!(a.op, AnchorOp::SetFile { .. }),
+            EditOp::Hunk(_) | EditOp::Chunk(_) | EditOp::RemoveFile { .. } => false,
         }
     }
 

@@ -45,8 +45,13 @@ fn fence(line: &str) -> Option<(&str, &str)> {
     (n >= 3).then(|| (&t[..n], t[n..].trim()))
 }
 
-/// The fences of `input` that carry a file: `(path, content lines, line of the content)`.
-fn files(input: &str) -> Vec<(String, Vec<String>, usize)> {
+/// A fenced block: its path (from the info string or the line above), its
+/// content, the line its content starts on.
+type Fenced = (Option<String>, Vec<String>, usize);
+
+/// The fenced blocks of `input`; `Err(line)` for a fence that never closes
+/// (the output was cut off).
+fn fences(input: &str) -> Result<Vec<Fenced>, usize> {
     let lines: Vec<&str> = input
         .split('\n')
         .map(|l| l.strip_suffix('\r').unwrap_or(l))
@@ -58,7 +63,6 @@ fn files(input: &str) -> Vec<(String, Vec<String>, usize)> {
             i += 1;
             continue;
         };
-        // The path: in the info string (```python src/app.py) or on the line above.
         let from_info = info
             .split_whitespace()
             .rev()
@@ -73,34 +77,51 @@ fn files(input: &str) -> Vec<(String, Vec<String>, usize)> {
             t.len() >= marker.len() && t.chars().all(|c| marker.starts_with(c))
         });
         let Some(close) = close else {
-            break;
+            return Err(i + 1);
         };
-        if let Some(path) = from_info.or(from_above) {
-            let content = lines[i + 1..close]
-                .iter()
-                .map(|l| (*l).to_owned())
-                .collect();
-            out.push((path, content, i + 2));
-        }
+        let content = lines[i + 1..close]
+            .iter()
+            .map(|l| (*l).to_owned())
+            .collect();
+        out.push((from_info.or(from_above), content, i + 2));
         i = close + 1;
     }
-    out
+    Ok(out)
+}
+
+/// The fenced files: those with a path; or, when no fence names one, a lone
+/// fence (for `--file`).
+fn files(input: &str) -> Result<Vec<Fenced>, usize> {
+    let all = fences(input)?;
+    if all.iter().any(|(p, _, _)| p.is_some()) {
+        return Ok(all.into_iter().filter(|(p, _, _)| p.is_some()).collect());
+    }
+    Ok(if all.len() == 1 { all } else { Vec::new() })
 }
 
 /// Whether `input` holds a fenced file with a path: the fence's line.
 pub(crate) fn looks_like(input: &str) -> Option<usize> {
-    if files(input).is_empty() {
-        return None;
+    match fences(input) {
+        Ok(f) if f.iter().any(|(p, _, _)| p.is_some()) => {
+            input.lines().position(|l| fence(l).is_some())
+        }
+        // A cut-off fence after a path: whole, so that the parse error says so.
+        Err(line) if line > 1 => input
+            .lines()
+            .nth(line - 2)
+            .and_then(super::search_replace::path_from)
+            .map(|_| line - 1),
+        _ => None,
     }
-    input.lines().position(|l| fence(l).is_some())
 }
 
 fn parse_text(input: &str) -> Result<Patch, ParseError> {
     let changes: Vec<FileChange> = files(input)
+        .map_err(|line| ParseError::UnclosedFence { line })?
         .into_iter()
         .map(|(path, lines, at)| {
             FileChange::edit(
-                Some(path),
+                path,
                 vec![EditOp::Whole(WholeFile {
                     lines,
                     source_line: at,
@@ -242,7 +263,9 @@ impl EditFormat for Whole {
             .lines()
             .map(|l| format!("{l}\n"))
             .collect();
-        let fence = if body.contains("```") { "````" } else { "```" };
+        // A fence longer than any run of backticks in the content.
+        let longest = body.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+        let fence = "`".repeat(longest.max(2) + 1);
         format!("{path}\n{fence}\n{body}{fence}\n")
     }
 
