@@ -562,6 +562,26 @@ impl ApplyReport {
                             "lines": e.lines.as_ref().map(lines_json),
                             "warnings": warnings,
                         });
+                        // New syntax errors, refused or written anyway: 1-based line and column.
+                        let syntax: Vec<&SyntaxIssue> = e
+                            .error
+                            .iter()
+                            .filter_map(|err| match err {
+                                EditError::Syntax { issues } => Some(issues.iter()),
+                                _ => None,
+                            })
+                            .flatten()
+                            .chain(e.warnings.iter().filter_map(|w| match w {
+                                Warning::SyntaxBroken { issues } => Some(issues.iter()),
+                                _ => None,
+                            }).flatten())
+                            .collect();
+                        if !syntax.is_empty() {
+                            v["syntax"] = json!(syntax
+                                .iter()
+                                .map(|i| json!({"line": i.line + 1, "column": i.column + 1, "kind": i.kind}))
+                                .collect::<Vec<_>>());
+                        }
                         if let Some(err) = &e.error {
                             v["error"] =
                                 json!(crate::feedback::edit_error(&f.path, err, None, e.kind));
