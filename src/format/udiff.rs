@@ -290,7 +290,11 @@ fn parse_hunk_header(line: &str) -> Result<(Span, Span), ()> {
     let mut old = None;
     let mut new = None;
     for token in middle.split_whitespace() {
-        let (sign, nums) = token.split_at(1);
+        // By character: a token may start with a multi-byte one.
+        let mut chars = token.chars();
+        let sign = chars.next().map(String::from).unwrap_or_default();
+        let nums = chars.as_str();
+        let sign = sign.as_str();
         let parse = |nums: &str| -> Result<(usize, Option<usize>), ()> {
             let (a, b) = match nums.split_once(',') {
                 Some((a, b)) => (a, Some(b)),
