@@ -437,6 +437,7 @@ fn plan_file(
         offset: 0,
         verified,
         seen: opts.seen.get(path),
+        bracketed: false,
     };
     match work.kind {
         Kind::Create if exists => {
@@ -704,6 +705,35 @@ pub fn resolve_file(
             Err(e) => {
                 report.fail(e);
                 resolved.push(None);
+            }
+        }
+    }
+    // An edit refused for want of a trustworthy position (a context-free hunk
+    // whose text recurs) gets one more try when the edits before and after it
+    // were found at the same offset: nothing can have shifted in between.
+    for k in 0..ops.len() {
+        let refused = matches!(
+            reports[k].error,
+            Some(EditError::Ambiguous { .. } | EditError::Unplaceable)
+        );
+        if resolved[k].is_some() || !refused {
+            continue;
+        }
+        let offset_of = |r: &Option<Resolution>| r.as_ref().and_then(|r| r.offset);
+        let before = resolved[..k].iter().rev().find_map(offset_of);
+        let after = resolved[k + 1..].iter().find_map(offset_of);
+        if let (Some(a), Some(b)) = (before, after) {
+            if a == b {
+                let bracketed = ResolveContext {
+                    offset: a,
+                    bracketed: true,
+                    ..ctx.clone()
+                };
+                if let Ok(res) = ops[k].resolve(doc, &bracketed) {
+                    reports[k].error = None;
+                    record(&mut reports[k], &res);
+                    resolved[k] = Some(res);
+                }
             }
         }
     }

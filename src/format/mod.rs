@@ -292,6 +292,9 @@ pub struct ResolveContext<'a> {
     /// The file as the model last saw it, when the caller knows (the agent's
     /// read): hashline anchors whose lines moved are relocated by its content.
     pub seen: Option<&'a Document>,
+    /// The edits just before and after this one were found at the same offset
+    /// (`offset`), so its stated position, shifted by it, can be trusted.
+    pub bracketed: bool,
 }
 
 impl<'a> ResolveContext<'a> {
@@ -303,6 +306,7 @@ impl<'a> ResolveContext<'a> {
             offset: 0,
             verified: false,
             seen: None,
+            bracketed: false,
         }
     }
 }

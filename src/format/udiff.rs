@@ -676,31 +676,105 @@ fn candidates(found: &[Match]) -> Vec<Candidate> {
         .collect()
 }
 
-/// The one match to use among `found`: the only one; or, with several, the
-/// one starting exactly where the hunk says (shifted by the learned offset),
-/// when position can be trusted.
+/// How far a hunk's stated position may be trusted when its text occurs more than once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trust {
+    /// Exactly: the file is the diff's pre-image, or the hunks around this one
+    /// were found at the same offset.
+    Exact,
+    /// As a hint: the hunk has context, so a near candidate that clearly beats
+    /// the others may be taken.
+    Hint,
+    /// Not at all (a context-free hunk in a file that is not the pre-image).
+    None,
+}
+
+/// The one match to use among `found`, in this order: the only one; the one
+/// exactly at the stated line (shifted by the learned offset) when position is
+/// trusted exactly; for a numbered hunk whose shape says it ends (starts) the
+/// file — no trailing (leading) context where the other side has some, as
+/// `diff` writes at the edges — the only one at that edge; for a hunk with
+/// context, the one exactly at the stated line, else the nearest to it when it
+/// is less than half as far as the runner-up. Anything else is ambiguous.
 fn choose(
     found: Vec<Match>,
+    h: &Hunk,
+    doc_len: usize,
     expected: Option<usize>,
-    position_trusted: bool,
+    trust: Trust,
 ) -> Result<Match, EditError> {
     if found.len() == 1 {
         return found.into_iter().next().ok_or(EditError::BlankSearch);
     }
     let tier = found.first().map_or(Tier::Exact, |m| m.tier);
-    if position_trusted {
-        if let Some(e) = expected {
-            if let Some(m) = found.iter().find(|m| m.range.start == e) {
-                let mut m = m.clone();
-                m.by_hint = true;
-                return Ok(m);
-            }
+    let lead = h
+        .lines
+        .iter()
+        .take_while(|l| matches!(l, HunkLine::Context(_)))
+        .count();
+    let trail = h
+        .lines
+        .iter()
+        .rev()
+        .take_while(|l| matches!(l, HunkLine::Context(_)))
+        .count();
+    let ends_file = h.old_missing_newline || (trail == 0 && lead > 0);
+    let starts_file = lead == 0 && trail > 0 && h.stated_start() == Some(0);
+    let only = |keep: &dyn Fn(&Match) -> bool| -> Option<Match> {
+        let mut it = found.iter().filter(|m| keep(m));
+        match (it.next(), it.next()) {
+            (Some(m), None) => Some(m.clone()),
+            _ => None,
         }
+    };
+    let at_expected = |m: &Match| Some(m.range.start) == expected;
+    // A numbered hunk whose shape says it sits at an edge of the file (as
+    // `diff` writes hunks there) prefers the candidate at that edge; a hunk
+    // without numbers is a model's, whose context is uneven for no reason.
+    let numbered = h.old.is_some();
+    let picked = if trust == Trust::Exact {
+        only(&at_expected)
+    } else {
+        None
     }
-    Err(EditError::Ambiguous {
-        tier,
-        candidates: candidates(&found),
+    .or_else(|| {
+        if numbered && ends_file {
+            only(&|m| m.range.end == doc_len)
+        } else {
+            None
+        }
     })
+    .or_else(|| {
+        if numbered && starts_file {
+            only(&|m| m.range.start == 0)
+        } else {
+            None
+        }
+    })
+    .or_else(|| {
+        if trust == Trust::Hint {
+            only(&at_expected)
+        } else {
+            None
+        }
+    })
+    .or_else(|| match (trust, expected) {
+        (Trust::Hint, Some(e)) => {
+            let starts: Vec<usize> = found.iter().map(|m| m.range.start).collect();
+            matcher::pick_by_hint(&starts, e).map(|i| found[i].clone())
+        }
+        _ => None,
+    });
+    match picked {
+        Some(mut m) => {
+            m.by_hint = true;
+            Ok(m)
+        }
+        None => Err(EditError::Ambiguous {
+            tier,
+            candidates: candidates(&found),
+        }),
+    }
 }
 
 /// Whether the `-` lines of a fuzzy match are the file's lines up to
@@ -759,7 +833,8 @@ fn resolve_hunk(
         let n = doc.line_count();
         let at = expected.unwrap_or(0).min(n);
         let new: Vec<String> = h.new_lines().iter().map(|s| (*s).to_owned()).collect();
-        if doc.is_empty() || ctx.verified || h.stated_start() == Some(0) && n == 0 {
+        if doc.is_empty() || ctx.verified || ctx.bracketed || h.stated_start() == Some(0) && n == 0
+        {
             let mut r = Resolution::status(EditStatus::Applied);
             r.eol = h.crlf.then_some(crate::text::Eol::CrLf);
             r.pieces = vec![splice::Piece {
@@ -772,7 +847,14 @@ fn resolve_hunk(
         }
         return Err(EditError::Unplaceable);
     }
-    let position_trusted = h.has_context() || ctx.verified;
+    let trust = if ctx.verified || ctx.bracketed {
+        Trust::Exact
+    } else if h.has_context() {
+        Trust::Hint
+    } else {
+        Trust::None
+    };
+    let position_trusted = trust != Trust::None;
     // `lead`: leading context lines fuzz dropped, so the hunk's own first line
     // sits that far above the match.
     let place = |m: Match,
@@ -852,7 +934,7 @@ fn resolve_hunk(
                 }
             }
             return Ok(place(
-                choose(found, expected, position_trusted)?,
+                choose(found, h, doc.line_count(), expected, trust)?,
                 Vec::new(),
                 &old,
                 &ops,
@@ -866,7 +948,7 @@ fn resolve_hunk(
     //    besides position: context, or a verified file).
     if !new.is_empty() && (h.has_context() || ctx.verified) {
         if let Ok(found) = matcher::locate_all(doc, &new, &strict(opts)) {
-            if let Ok(m) = choose(found, expected_new, position_trusted) {
+            if let Ok(m) = choose(found, h, doc.line_count(), expected_new, trust) {
                 return Ok(already_at(m.range));
             }
         }

@@ -268,3 +268,8 @@ fn apply_patch_fixtures() {
 fn whole_fixtures() {
     run_all("whole");
 }
+
+#[test]
+fn syntax_fixtures() {
+    run_all("syntax");
+}
