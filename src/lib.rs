@@ -38,6 +38,8 @@
 
 #![deny(missing_docs)]
 
+#[cfg(feature = "agent")]
+pub mod agent;
 mod apply;
 mod edit;
 pub mod feedback;

@@ -1,0 +1,15 @@
+//! The agent shell behind `lancet run` (feature `agent`): a thin tool-calling
+//! loop around the engine.
+//!
+//! - [`types`]: the conversation as data (messages, tool calls, usage, errors);
+//!   provider-neutral, so the loop never sees a wire format.
+//! - `provider`: OpenAI-compatible Chat Completions and Anthropic Messages,
+//!   streamed, with bounded retries.
+//! - `tools`: read, write, edit (the engine, in the chosen edit format), bash,
+//!   grep, glob, list; every path through the [`Workspace`](crate::Workspace).
+//! - `permissions`: deny beats ask beats allow.
+//!
+//! Nothing here is reachable without the `agent` feature; the engine builds
+//! and is tested without it.
+
+pub mod types;
