@@ -163,6 +163,13 @@ pub enum WorkspaceError {
         /// The path as written.
         path: String,
     },
+    /// A journal copy does not hold what was saved (the machine stopped
+    /// before the journal reached the disk): undo refuses rather than restore it.
+    #[error("the undo journal's copy of {path} is damaged")]
+    JournalDamaged {
+        /// The file whose copy is damaged.
+        path: String,
+    },
     /// The journal holds no commit.
     #[error("nothing to undo")]
     NothingToUndo,
@@ -215,6 +222,11 @@ struct Entry {
     mode: Option<u32>,
     /// Hash of the content the commit left; `None` when it deleted the file.
     after: Option<u64>,
+    /// Hash of the saved original: undo checks the copy against it, so the
+    /// journal need not be synced to disk (a copy a crash cut short is refused,
+    /// never restored).
+    #[serde(default)]
+    before: Option<u64>,
 }
 
 /// A change resolved and checked against the disk, ready to stage.
@@ -464,7 +476,7 @@ impl Workspace {
             for (n, p) in plan.iter().enumerate() {
                 let copy = files.join(n.to_string());
                 if let Some(before) = &p.before {
-                    write_synced(&copy, &before.bytes).map_err(io_at(&copy))?;
+                    fs::write(&copy, &before.bytes).map_err(io_at(&copy))?;
                 }
                 entries.push(Entry {
                     path: p.rel.to_owned(),
@@ -472,6 +484,7 @@ impl Workspace {
                     saved: p.before.as_ref().map(|_| n.to_string()),
                     mode: p.before.as_ref().and_then(|b| b.mode),
                     after: p.new.map(content_hash),
+                    before: p.before.as_ref().map(|b| b.hash),
                 });
             }
             // A directory whose name is not UTF-8 is left out; undo then leaves it behind, empty.
@@ -487,7 +500,7 @@ impl Workspace {
             .map_err(|err| io_at(&manifest)(err.into()))?;
             // Written aside and renamed, so an entry has a manifest only once it is complete.
             let temp = dir.join("manifest.json.tmp");
-            write_synced(&temp, &json).map_err(io_at(&temp))?;
+            fs::write(&temp, &json).map_err(io_at(&temp))?;
             fs::rename(&temp, &manifest).map_err(io_at(&manifest))
         };
         match write() {
@@ -556,6 +569,9 @@ impl Workspace {
                 (Some(saved), expected_hash) => {
                     let copy = dir.join("files").join(saved);
                     let bytes = fs::read(&copy).map_err(io_at(&copy))?;
+                    if e.before.is_some_and(|h| h != content_hash(&bytes)) {
+                        return Err(WorkspaceError::JournalDamaged { path: e.path });
+                    }
                     Change::Write {
                         path: e.path,
                         bytes,
@@ -656,13 +672,6 @@ fn stage(dest: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<PathBuf> {
     written.map(|()| temp.clone()).inspect_err(|_| {
         let _ = fs::remove_file(&temp);
     })
-}
-
-/// Writes and syncs a new file (journal copies and manifests).
-fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut file = File::create(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
 }
 
 /// Removes leftover temps, then the directories a failed step created
@@ -964,6 +973,26 @@ mod tests {
         assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"three\n");
         assert_eq!(on_disk(&ws, "b.txt").unwrap(), b"b\n");
         assert_eq!(journal_len(&ws), 1);
+    }
+
+    #[test]
+    fn undo_refuses_a_damaged_journal_copy() {
+        let (_dir, ws) = setup();
+        let h = put(&ws, "a.txt", b"original\n");
+        ws.commit(&[write("a.txt", b"changed\n", Some(h))]).unwrap();
+        // As if the machine stopped before the unsynced copy reached the disk.
+        let entry = fs::read_dir(ws.root().join(".lancet/undo"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        fs::write(entry.join("files/0"), b"").unwrap();
+        assert!(matches!(
+            ws.undo(),
+            Err(WorkspaceError::JournalDamaged { .. })
+        ));
+        assert_eq!(ws.read("a.txt").unwrap().unwrap().bytes, b"changed\n");
     }
 
     #[test]
