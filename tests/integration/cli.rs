@@ -378,8 +378,31 @@ fn view_and_formats() {
         code(&lancet(dir.path(), &["view", "app.py", "--lines", "5:4"])),
         2
     );
+    // The hashline view: `LINE:HASH|text`, the hash as `line_hash` computes it.
+    let out = lancet(
+        dir.path(),
+        &["view", "app.py", "--format", "hashline", "--lines", "2:2"],
+    );
+    assert_eq!(code(&out), 0);
+    assert_eq!(
+        stdout(&out),
+        format!("2:{}|    return 1\n", lancet::line_hash("    return 1"))
+    );
     let out = lancet(dir.path(), &["formats"]);
-    assert!(stdout(&out).starts_with("search-replace"));
+    let listed: Vec<String> = stdout(&out)
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            "search-replace",
+            "udiff",
+            "hashline",
+            "apply-patch",
+            "whole"
+        ]
+    );
     let out = lancet(dir.path(), &["formats", "search-replace"]);
     assert_eq!(code(&out), 0);
     assert!(stdout(&out).contains("<<<<<<< SEARCH"));
