@@ -12,4 +12,5 @@
 //! Nothing here is reachable without the `agent` feature; the engine builds
 //! and is tested without it.
 
+pub mod models;
 pub mod types;
