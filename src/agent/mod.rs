@@ -12,5 +12,6 @@
 //! Nothing here is reachable without the `agent` feature; the engine builds
 //! and is tested without it.
 
+pub mod config;
 pub mod models;
 pub mod types;
