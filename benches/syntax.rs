@@ -1,16 +1,18 @@
 //! The syntax guard's added time: one search/replace block changing one line
 //! in the middle of a 10,000-line Python file and of a 10,000-line Rust file,
-//! through the library's whole apply planning (`lancet::plan`: read the file
-//! from a workspace on disk, parse the block, locate, apply, check), once with
-//! `SyntaxPolicy::Reject` and once with `SyntaxPolicy::Off`. The difference
-//! between the two is the guard's cost (target: at most 15 ms per file).
+//! through the library's apply planning (`lancet::plan` on a patch parsed
+//! once: read the file from a workspace on disk, locate, apply, check; nothing
+//! is written), once with `SyntaxPolicy::Reject` and once with
+//! `SyntaxPolicy::Off`. The difference between the two is the guard's cost
+//! (target: at most 15 ms per file).
 //!
 //! The files are synthetic but valid code from a seeded PRNG (each bench is its
 //! own crate, so the generator is local): Python classes and functions with
 //! docstrings, comments, strings, loops and conditionals; Rust structs, impls,
 //! functions, matches, closures and comments. Outside the timed loop the bench
-//! checks that the guard runs on these files (a broken variant of the edit is
-//! refused) and finds nothing in the valid edit.
+//! checks that each file is valid as a whole, that the guard runs on it (a
+//! broken variant of the edit is refused) and that it finds nothing in the
+//! valid edit.
 
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -212,7 +214,8 @@ fn middle_edit(path: &str, text: &str, broken: bool) -> (String, String, String)
     } else {
         line.replacen('(', "(1 + ", 1)
     };
-    let block = format!("{path}\n<<<<<<< SEARCH\n{line}\n=======\n{replacement}\n>>>>>>> REPLACE\n");
+    let block =
+        format!("{path}\n<<<<<<< SEARCH\n{line}\n=======\n{replacement}\n>>>>>>> REPLACE\n");
     (line.to_owned(), replacement, block)
 }
 
@@ -312,7 +315,11 @@ fn guard(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("syntax");
     for (path, text) in &files {
-        let lang = if path.ends_with(".py") { "python" } else { "rust" };
+        let lang = if path.ends_with(".py") {
+            "python"
+        } else {
+            "rust"
+        };
         let patch = parse(&middle_edit(path, text, false).2);
         for (name, policy) in [("guard", SyntaxPolicy::Reject), ("off", SyntaxPolicy::Off)] {
             let opts = options(policy);
