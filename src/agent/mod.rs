@@ -14,4 +14,5 @@
 
 pub mod config;
 pub mod models;
+pub mod session;
 pub mod types;

@@ -1,0 +1,179 @@
+//! Sessions: each run's transcript as JSON lines under the root's
+//! `.lancet/sessions/`, and `--resume` reading the latest one back.
+//!
+//! A transcript is append-only: one [`Entry`] per line, written as soon as it
+//! happens, so a run that is interrupted leaves everything up to that point.
+//! Resuming replays the messages; a half-written last line is skipped.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::types::{Message, Usage};
+
+/// One line of a transcript.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "entry", rename_all = "snake_case")]
+pub enum Entry {
+    /// The run began.
+    Start {
+        /// The model.
+        model: String,
+        /// The edit format's name.
+        format: String,
+        /// The task as given.
+        task: String,
+    },
+    /// A message of the conversation.
+    Message {
+        /// The message.
+        message: Message,
+    },
+    /// Tokens a model turn used.
+    Usage {
+        /// The counts.
+        usage: Usage,
+    },
+    /// The conversation was compacted: earlier messages are replaced by this summary.
+    Compacted {
+        /// The summary the model wrote.
+        summary: String,
+    },
+}
+
+/// An open transcript.
+#[derive(Debug)]
+pub struct Session {
+    id: String,
+    path: PathBuf,
+    file: File,
+}
+
+fn dir(root: &Path) -> PathBuf {
+    root.join(".lancet").join("sessions")
+}
+
+impl Session {
+    /// Starts a new transcript; its id sorts by time.
+    pub fn create(root: &Path, now_millis: u128) -> io::Result<Session> {
+        let dir = dir(root);
+        fs::create_dir_all(&dir)?;
+        let ignore = root.join(".lancet").join(".gitignore");
+        if !ignore.exists() {
+            fs::write(&ignore, "*\n")?;
+        }
+        let id = format!("{now_millis:016}-{:05}", std::process::id() % 100_000);
+        let path = dir.join(format!("{id}.jsonl"));
+        let file = OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(&path)?;
+        Ok(Session { id, path, file })
+    }
+
+    /// Reopens the latest transcript of `root` for appending, with its messages
+    /// (a compaction replaces what came before it with its summary).
+    pub fn resume_last(root: &Path) -> io::Result<Option<(Session, Vec<Message>)>> {
+        let mut names: Vec<PathBuf> = match fs::read_dir(dir(root)) {
+            Ok(rd) => rd
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+                .collect(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        names.sort();
+        let Some(path) = names.pop() else {
+            return Ok(None);
+        };
+        let mut messages = Vec::new();
+        for line in BufReader::new(File::open(&path)?).lines() {
+            // A line cut short by an interrupted run is skipped, not fatal.
+            match serde_json::from_str::<Entry>(&line?) {
+                Ok(Entry::Message { message }) => messages.push(message),
+                Ok(Entry::Compacted { summary }) => {
+                    messages.clear();
+                    messages.push(Message::user(summary));
+                }
+                _ => {}
+            }
+        }
+        let id = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        let file = OpenOptions::new().append(true).open(&path)?;
+        Ok(Some((Session { id, path, file }, messages)))
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Where the transcript is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one entry (one line, flushed).
+    pub fn record(&mut self, entry: &Entry) -> io::Result<()> {
+        let mut line = serde_json::to_string(entry).map_err(io::Error::other)?;
+        line.push('\n');
+        self.file.write_all(line.as_bytes())?;
+        self.file.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_and_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Session::create(dir.path(), 1).unwrap();
+        s.record(&Entry::Start {
+            model: "m".into(),
+            format: "search-replace".into(),
+            task: "t".into(),
+        })
+        .unwrap();
+        s.record(&Entry::Message {
+            message: Message::user("hello"),
+        })
+        .unwrap();
+        drop(s);
+        let mut later = Session::create(dir.path(), 2).unwrap();
+        later
+            .record(&Entry::Message {
+                message: Message::user("first"),
+            })
+            .unwrap();
+        later
+            .record(&Entry::Compacted {
+                summary: "summary".into(),
+            })
+            .unwrap();
+        later
+            .record(&Entry::Message {
+                message: Message::user("after"),
+            })
+            .unwrap();
+        // A line cut short.
+        fs::OpenOptions::new()
+            .append(true)
+            .open(later.path())
+            .unwrap()
+            .write_all(b"{\"entry\":\"mess")
+            .unwrap();
+        let (resumed, messages) = Session::resume_last(dir.path()).unwrap().unwrap();
+        assert_eq!(resumed.id(), later.id());
+        let texts: Vec<String> = messages.iter().map(Message::text).collect();
+        assert_eq!(texts, ["summary", "after"]);
+    }
+}
