@@ -214,6 +214,33 @@ fn directive(line: &str) -> Option<Result<Directive, ()>> {
     })
 }
 
+/// A Markdown code fence: its character (`` ` `` or `~`) and length.
+#[derive(Debug, Clone, Copy)]
+struct Fence {
+    ch: char,
+    len: usize,
+}
+
+impl Fence {
+    /// Whether `l` closes this fence: the same character, at least as many,
+    /// nothing else but whitespace.
+    fn closed_by(self, l: &str) -> bool {
+        let t = l.trim();
+        let n = t.chars().take_while(|&c| c == self.ch).count();
+        n >= self.len && n == t.chars().count()
+    }
+}
+
+/// `l` as an opening fence: 3 or more `` ` `` or `~`, then an optional info string.
+fn fence(l: &str) -> Option<Fence> {
+    let t = l.trim_start();
+    let ch = t.chars().next().filter(|c| matches!(c, '`' | '~'))?;
+    let len = t.chars().take_while(|&c| c == ch).count();
+    // A backtick fence's info string holds no backtick (CommonMark).
+    let info_ok = ch == '~' || !t[len..].contains('`');
+    (len >= 3 && info_ok).then_some(Fence { ch, len })
+}
+
 /// Whether `input` uses the hashline text syntax: the first directive's line.
 pub(crate) fn looks_like(input: &str) -> Option<usize> {
     input
@@ -239,12 +266,35 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
         if d.is_err() {
             return Err(ParseError::BadDirective { line: at });
         }
+        let takes_payload = matches!(
+            d,
+            Ok(Directive::Replace(..)
+                | Directive::After(_)
+                | Directive::Before(_)
+                | Directive::SetFile)
+        );
         // The payload: `+` lines up to the next directive (other lines are separators or prose).
         let mut payload = Vec::new();
         let mut plain = Vec::new();
         let mut last_plus = 0;
         i += 1;
-        while i < lines.len() && directive(lines[i]).is_none() && !lines[i].starts_with("```") {
+        // A payload wrapped in a code fence: the opening fence (the first
+        // non-blank line after the directive) is skipped, and its closing
+        // fence ends the payload.
+        let mut opened: Option<(usize, Fence)> = None;
+        if takes_payload {
+            let first = (i..lines.len()).find(|&k| !lines[k].trim().is_empty());
+            if let Some((k, f)) = first.and_then(|k| Some((k, fence(lines[k])?))) {
+                opened = Some((k + 1, f));
+                i = k + 1;
+            }
+        }
+        let ends = |l: &str| {
+            directive(l).is_some()
+                || l.starts_with("```")
+                || opened.is_some_and(|(_, f)| f.closed_by(l))
+        };
+        while i < lines.len() && !ends(lines[i]) {
             match lines[i].strip_prefix('+') {
                 Some(l) => {
                     payload.push(l.to_owned());
@@ -258,16 +308,17 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
         // Lines without `+` are never dropped silently: before or between `+`
         // lines, or as the whole payload, they are a mistake; after the last
         // `+` line they are prose.
-        let takes_payload = matches!(
-            d,
-            Ok(Directive::Replace(..)
-                | Directive::After(_)
-                | Directive::Before(_)
-                | Directive::SetFile)
-        );
         let stray = plain.iter().find(|&&l| payload.is_empty() || l < last_plus);
         if let (true, Some(&line)) = (takes_payload, stray) {
             return Err(ParseError::BadPayloadLine { line });
+        }
+        // A fence that leaves an edit without new lines is refused: taken as
+        // written, it would delete the lines (or empty the file).
+        if let (true, Some((line, _))) = (payload.is_empty(), opened) {
+            return Err(ParseError::Unsupported {
+                line,
+                what: "code fences that leave a hashline edit without new lines (inside the fence, write each new line as `+` and its text; to delete lines, use `@@ delete`)",
+            });
         }
         let Ok(d) = d else {
             return Err(ParseError::BadDirective { line: at });
@@ -923,6 +974,44 @@ mod tests {
         ));
         let echoed = format!("@@ replace 1:{}|a\n+A\n", line_hash("a"));
         assert_eq!(apply(&doc, &echoed).unwrap().text(), "x\ny\nA\nb\n");
+    }
+
+    #[test]
+    fn fenced_payload_is_the_lines_inside_the_fence() {
+        let doc = Document::from_text("a\nb\nc\n");
+        let a = |i: usize| format!("{}:{}", i + 1, line_hash(doc.line(i)));
+        let replace = format!("@@ replace {}\n```python\n+B\n```\n", a(1));
+        assert_eq!(apply(&doc, &replace).unwrap().text(), "a\nB\nc\n");
+        let insert = format!("@@ insert after {}\n\n~~~text\n+d\n~~~\nprose\n", a(2));
+        assert_eq!(apply(&doc, &insert).unwrap().text(), "a\nb\nc\nd\n");
+        // A fence after payload lines still ends the payload.
+        let after = format!("@@ replace {}\n+B\n```\n+ignored\n", a(1));
+        assert_eq!(apply(&doc, &after).unwrap().text(), "a\nB\nc\n");
+    }
+
+    #[test]
+    fn fence_leaving_an_edit_without_lines_is_refused() {
+        let doc = Document::from_text("a\nb\nc\n");
+        let h = line_hash("b");
+        for text in [
+            format!("@@ replace 2:{h}\n```python\n```\n"),
+            format!("@@ insert after 2:{h}\n```\n"),
+            "@@ set file\n~~~\n~~~\n".to_owned(),
+        ] {
+            assert!(
+                matches!(
+                    parse_text(&text),
+                    Err(ParseError::Unsupported { line: 2, .. })
+                ),
+                "{text}"
+            );
+        }
+        // Without a fence an empty replace is still a deletion.
+        let delete = format!(
+            "@@ replace 2:{h}\n@@ insert after 3:{}\n+d\n",
+            line_hash("c")
+        );
+        assert_eq!(apply(&doc, &delete).unwrap().text(), "a\nc\nd\n");
     }
 
     #[test]
