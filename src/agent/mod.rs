@@ -14,5 +14,6 @@
 
 pub mod config;
 pub mod models;
+pub mod provider;
 pub mod session;
 pub mod types;

@@ -4,10 +4,14 @@
 // Tests fail loudly by design: a panic with the value is the report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[cfg(feature = "agent")]
+mod agent_provider;
 mod cli;
 mod engine;
 mod feedback;
 mod fixtures;
 mod fuzz_regressions;
 mod layout;
+#[cfg(feature = "agent")]
+mod llm_server;
 mod props;
