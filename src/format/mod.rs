@@ -478,13 +478,7 @@ impl Format {
         // A JSON object is the format's tool-call arguments, pasted as input.
         if let Some(value) = json_object(input) {
             return match (self, diff.reverse || diff.strip.is_some()) {
-                (Format::UnifiedDiff, true) => {
-                    let text = value
-                        .get("diff")
-                        .and_then(serde_json::Value::as_str)
-                        .unwrap_or("");
-                    udiff::parse_diff(text, diff)
-                }
+                (Format::UnifiedDiff, true) => udiff::parse_tool_call_with(&value, diff),
                 _ => self.parse_tool_call(&value),
             };
         }

@@ -833,6 +833,21 @@ fn resolve_hunk(
         let n = doc.line_count();
         let at = expected.unwrap_or(0).min(n);
         let new: Vec<String> = h.new_lines().iter().map(|s| (*s).to_owned()).collect();
+        // A re-sent bracketed insertion: the hunks around it were found already
+        // applied, so the offset is the post-image's, and its lines already
+        // stand word for word at its new-side line shifted by it.
+        if ctx.bracketed && !ctx.verified && !new.is_empty() {
+            let start = h
+                .new_stated_start()
+                .map(|s| (s as isize + ctx.offset).max(0) as usize);
+            if let Some(s) = start.filter(|s| s + new.len() <= n) {
+                if (s..s + new.len()).zip(&new).all(|(i, l)| doc.line(i) == l) {
+                    let mut r = already(s..s + new.len());
+                    r.offset = Some(ctx.offset);
+                    return Ok(r);
+                }
+            }
+        }
         if doc.is_empty() || ctx.verified || ctx.bracketed || h.stated_start() == Some(0) && n == 0
         {
             let mut r = Resolution::status(EditStatus::Applied);
@@ -1092,19 +1107,7 @@ impl EditFormat for UnifiedDiff {
     }
 
     fn parse_tool_call(&self, args: &Value) -> Result<Patch, ParseError> {
-        let obj = args.as_object().ok_or(ParseError::BadArguments {
-            field: "json".into(),
-            expected: "a JSON object",
-        })?;
-        let diff = ["diff", "patch", "input"]
-            .iter()
-            .find_map(|k| obj.get(*k))
-            .and_then(Value::as_str)
-            .ok_or(ParseError::BadArguments {
-                field: "diff".into(),
-                expected: "a string holding a unified diff",
-            })?;
-        parse_text(diff, DiffOptions::default())
+        parse_tool_call_with(args, DiffOptions::default())
     }
 
     fn resolve(
@@ -1132,6 +1135,24 @@ impl EditFormat for UnifiedDiff {
 /// Parses a diff with options (`-p`, `-R`).
 pub(crate) fn parse_diff(input: &str, opts: DiffOptions) -> Result<Patch, ParseError> {
     parse_text(input, opts)
+}
+
+/// Parses tool-call arguments with options (`-p`, `-R`): the diff is read
+/// from any key detection takes for a udiff call (`diff`, `patch`, `input`).
+pub(crate) fn parse_tool_call_with(args: &Value, opts: DiffOptions) -> Result<Patch, ParseError> {
+    let obj = args.as_object().ok_or(ParseError::BadArguments {
+        field: "json".into(),
+        expected: "a JSON object",
+    })?;
+    let diff = ["diff", "patch", "input"]
+        .iter()
+        .find_map(|k| obj.get(*k))
+        .and_then(Value::as_str)
+        .ok_or(ParseError::BadArguments {
+            field: "diff".into(),
+            expected: "a string holding a unified diff",
+        })?;
+    parse_text(diff, opts)
 }
 
 #[cfg(test)]
