@@ -31,7 +31,9 @@ pub(crate) const MAX_BYTES: usize = 2_000_000;
 struct Grammar {
     extensions: &'static [&'static str],
     language: &'static LazyLock<Language>,
-    extra: Option<fn(&Document) -> Vec<SyntaxIssue>>,
+    extra: Option<fn(&Document) -> Vec<Span>>,
+    /// Whether a line at column 0 starts a top-level item.
+    starts_item: fn(&str) -> bool,
 }
 
 static PYTHON: LazyLock<Language> = LazyLock::new(|| tree_sitter_python::LANGUAGE.into());
@@ -43,11 +45,13 @@ static REGISTRY: &[Grammar] = &[
         extensions: &["py", "pyi"],
         language: &PYTHON,
         extra: Some(python_indentation),
+        starts_item: python_item,
     },
     Grammar {
         extensions: &["rs"],
         language: &RUST,
         extra: None,
+        starts_item: rust_item,
     },
 ];
 
@@ -68,6 +72,11 @@ fn grammar(path: &str) -> Option<&'static Grammar> {
 }
 
 /// Checks the edit `before` → `after` of `path`; `before` is `None` for a new file.
+///
+/// The usual case costs two small parses: the top-level items around the
+/// edit, before and after, are parsed on their own, and if both are clean the
+/// edit broke nothing. Otherwise both whole files are parsed and their errors
+/// compared (see [`new_issues`]).
 pub(crate) fn check(path: &str, before: Option<&Document>, after: &Document) -> Verdict {
     let Some(grammar) = grammar(path) else {
         return Verdict::UnknownLanguage;
@@ -80,14 +89,33 @@ pub(crate) fn check(path: &str, before: Option<&Document>, after: &Document) -> 
     if parser.set_language(language).is_err() {
         return Verdict::UnknownLanguage;
     }
-    // The old tree, moved through the edit: its errors, in the new text's lines.
-    let (mut known, old_tree) = match before {
+    let runs = match before {
+        Some(b) => {
+            let old: Vec<&str> = b.lines().collect();
+            let new: Vec<&str> = after.lines().collect();
+            splice::line_diff(&old, &new)
+        }
+        None => Vec::new(),
+    };
+    if let Some(b) = before {
+        if let Some((old, new)) = around_edit(grammar, b, after, &runs) {
+            if clean(grammar, &mut parser, &old) && clean(grammar, &mut parser, &new) {
+                return Verdict::Checked(Vec::new());
+            }
+        }
+    }
+    // The whole files: the old one first, so the new one parses incrementally.
+    let (known, old_tree) = match before {
         Some(b) => match parser.parse(b.text(), None) {
             Some(mut tree) => {
-                for e in input_edits(b, after) {
+                let mut known = errors(&tree);
+                if let Some(extra) = grammar.extra {
+                    known.extend(extra(b));
+                }
+                for e in input_edits(b, after, &runs) {
                     tree.edit(&e);
                 }
-                (errors(&tree), Some(tree))
+                (known, Some(tree))
             }
             None => (Vec::new(), None),
         },
@@ -98,26 +126,12 @@ pub(crate) fn check(path: &str, before: Option<&Document>, after: &Document) -> 
     };
     let mut fresh = errors(&new_tree);
     if let Some(extra) = grammar.extra {
-        // The extra check has no tree to move: its old issues move by the line diff.
-        if let Some(b) = before {
-            let to_new = old_to_new(b, after);
-            known.extend(extra(b).into_iter().filter_map(|mut i| {
-                i.line = to_new(i.line)?;
-                Some(i)
-            }));
-        }
         fresh.extend(extra(after));
     }
-    // In a file that was already broken, error recovery may report the old
-    // errors differently after any nearby edit: only a net increase is new.
-    if !known.is_empty() && fresh.len() <= known.len() {
-        return Verdict::Checked(Vec::new());
-    }
-    let seen: HashSet<(usize, String)> = known.drain(..).map(|i| (i.line, i.kind)).collect();
+    let edited = edited_rows(after, before.map(|_| runs.as_slice()));
     Verdict::Checked(
-        fresh
+        new_issues(known, fresh, &runs, &edited)
             .into_iter()
-            .filter(|i| !seen.contains(&(i.line, i.kind.clone())))
             .map(|mut i| {
                 if i.line < after.line_count() {
                     i.text = after.line(i.line).to_owned();
@@ -128,34 +142,163 @@ pub(crate) fn check(path: &str, before: Option<&Document>, after: &Document) -> 
     )
 }
 
-/// Where an unchanged line of `before` is in `after` (`None`: it was changed).
-fn old_to_new(before: &Document, after: &Document) -> impl Fn(usize) -> Option<usize> {
-    let old: Vec<&str> = before.lines().collect();
-    let new: Vec<&str> = after.lines().collect();
-    let runs = splice::line_diff(&old, &new);
-    move |line| {
+/// Which errors of the new text the edit introduced.
+///
+/// - Each error is the innermost ERROR or MISSING node (an ERROR node that
+///   holds others stands for them), spanning rows; it is reported at the
+///   first edited row its outermost ERROR node covers, else where it starts.
+/// - If the old text was clean, every error is new.
+/// - If it was already broken, error recovery shifts and regroups the old
+///   errors around any edit, so an error is new only if it covers an edited
+///   row and no old error of the same kind spanned the same (unchanged)
+///   lines.
+fn new_issues(
+    known: Vec<Span>,
+    fresh: Vec<Span>,
+    runs: &[splice::DiffRun],
+    edited: &[bool],
+) -> Vec<SyntaxIssue> {
+    let first_edited =
+        |(a, b): (usize, usize)| (a..=b).find(|&r| edited.get(r).copied().unwrap_or(false));
+    let to_new = |line: usize| {
         runs.iter()
             .find(|r| r.equal && r.old.contains(&line))
             .map(|r| r.new.start + (line - r.old.start))
+    };
+    let seen: HashSet<(usize, usize, &str)> = known
+        .iter()
+        .filter_map(|s| Some((to_new(s.start)?, to_new(s.end)?, s.issue.kind.as_str())))
+        .collect();
+    let mut out: Vec<SyntaxIssue> = Vec::new();
+    for span in &fresh {
+        if !known.is_empty()
+            && (first_edited((span.start, span.end)).is_none()
+                || seen.contains(&(span.start, span.end, span.issue.kind.as_str())))
+        {
+            continue;
+        }
+        let mut issue = span.issue.clone();
+        if let Some(r) = first_edited(span.outer).filter(|&r| r != span.start) {
+            // An error that starts above the edit and runs into it: the
+            // parser skipped tokens up to where it ends, which is the place
+            // it could not accept.
+            issue.line = if span.start < r && r <= span.end {
+                span.end
+            } else {
+                r
+            };
+            issue.column = 0;
+        }
+        if !out
+            .iter()
+            .any(|o| o.line == issue.line && o.kind == issue.kind)
+        {
+            out.push(issue);
+        }
     }
+    out
+}
+
+/// Rows of `after` an edit wrote, and the rows on either side of a deletion
+/// (`runs` is `None` for a new file: every row).
+fn edited_rows(after: &Document, runs: Option<&[splice::DiffRun]>) -> Vec<bool> {
+    let n = after.line_count();
+    let Some(runs) = runs else {
+        return vec![true; n + 1];
+    };
+    let mut rows = vec![false; n + 1];
+    for r in runs.iter().filter(|r| !r.equal) {
+        if r.new.is_empty() {
+            rows[r.new.start.saturating_sub(1)] = true;
+            rows[r.new.start.min(n)] = true;
+        }
+        for i in r.new.clone() {
+            rows[i] = true;
+        }
+    }
+    rows
+}
+
+/// The top-level items around the edit, before and after: from the last line
+/// that starts an item above the first change to the first line that starts
+/// one below the last change (`None`: nothing changed).
+fn around_edit(
+    grammar: &Grammar,
+    before: &Document,
+    after: &Document,
+    runs: &[splice::DiffRun],
+) -> Option<(Document, Document)> {
+    let first = runs.iter().find(|r| !r.equal)?;
+    let last = runs.iter().rev().find(|r| !r.equal)?;
+    // The lines above the first change are the same in both texts, as are
+    // the lines below the last one.
+    let top = (0..first.old.start)
+        .rev()
+        .find(|&i| (grammar.starts_item)(before.line(i)))
+        .unwrap_or(0);
+    let below = before.line_count() - last.old.end;
+    let tail = (0..below)
+        .find(|&k| (grammar.starts_item)(before.line(last.old.end + k)))
+        .unwrap_or(below);
+    let slice =
+        |doc: &Document, end: usize| Document::from_text(&doc.text()[doc.byte_range(top..end)]);
+    Some((
+        slice(before, last.old.end + tail),
+        slice(after, last.new.end + tail),
+    ))
+}
+
+/// Whether `doc` parses without errors (and passes the language's extra check).
+fn clean(grammar: &Grammar, parser: &mut Parser, doc: &Document) -> bool {
+    parser
+        .parse(doc.text(), None)
+        .is_some_and(|t| !t.root_node().has_error())
+        && grammar.extra.is_none_or(|extra| extra(doc).is_empty())
+}
+
+/// A Python line that starts a statement at the top level (a guess: a wrong
+/// guess only makes the slice fail to parse, and the whole files are checked).
+fn python_item(line: &str) -> bool {
+    let continues = |k: &&str| {
+        line.strip_prefix(*k)
+            .is_some_and(|r| !r.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+    };
+    line.starts_with(|c: char| {
+        !(c.is_whitespace() || matches!(c, ')' | ']' | '}' | '#' | '"' | '\'' | '.' | ','))
+    }) && !["else", "elif", "except", "finally"].iter().any(continues)
+}
+
+/// A Rust line that starts an item at the top level (same caveat).
+fn rust_item(line: &str) -> bool {
+    let Some(c) = line.chars().next() else {
+        return false;
+    };
+    (c.is_alphabetic() || c == '#' || c == '/' || c == '_')
+        && !line.starts_with("where")
+        && !line.starts_with("//!")
 }
 
 /// Python's indentation rules, as its tokenizer applies them: a block opener
 /// (a logical line ending in `:`) must be followed by a deeper line; a deeper
 /// line must follow an opener; a shallower line must return to an enclosing
 /// level. Lines inside brackets, strings and after a `\` are continuations.
-fn python_indentation(doc: &Document) -> Vec<SyntaxIssue> {
+fn python_indentation(doc: &Document) -> Vec<Span> {
     let mut issues = Vec::new();
     let mut stack: Vec<usize> = vec![0];
     let mut depth = 0i32; // open brackets
     let mut in_string: Option<&'static str> = None; // an open triple-quoted string
     let mut continued = false; // previous line ended with `\`
     let mut expect_indent: Option<usize> = None; // the opener's line
-    let issue = |line: usize, kind: &str| SyntaxIssue {
-        line,
-        column: 0,
-        kind: kind.to_owned(),
-        text: String::new(),
+    let issue = |line: usize, kind: &str| Span {
+        start: line,
+        end: line,
+        outer: (line, line),
+        issue: SyntaxIssue {
+            line,
+            column: 0,
+            kind: kind.to_owned(),
+            text: String::new(),
+        },
     };
     for (i, line) in doc.lines().enumerate() {
         let starts_logical = depth == 0 && in_string.is_none() && !continued;
@@ -261,11 +404,9 @@ fn point(doc: &Document, i: usize) -> (usize, Point) {
 
 /// The changes `before` → `after` as tree-sitter edits, last first (so each
 /// is expressed in coordinates the ones before it have not moved).
-fn input_edits(before: &Document, after: &Document) -> Vec<InputEdit> {
-    let old: Vec<&str> = before.lines().collect();
-    let new: Vec<&str> = after.lines().collect();
-    let mut edits: Vec<InputEdit> = splice::line_diff(&old, &new)
-        .into_iter()
+fn input_edits(before: &Document, after: &Document, runs: &[splice::DiffRun]) -> Vec<InputEdit> {
+    let mut edits: Vec<InputEdit> = runs
+        .iter()
         .filter(|r| !r.equal)
         .map(|r| {
             let (start_byte, start_position) = point(before, r.old.start);
@@ -289,35 +430,62 @@ fn input_edits(before: &Document, after: &Document) -> Vec<InputEdit> {
     edits
 }
 
-/// ERROR and MISSING nodes of a tree (an ERROR node's insides are one error).
-fn errors(tree: &Tree) -> Vec<SyntaxIssue> {
-    fn walk(node: Node<'_>, out: &mut Vec<SyntaxIssue>) {
-        if node.is_error() || node.is_missing() {
-            let p = node.start_position();
+/// An error and the rows it covers.
+#[derive(Debug, Clone)]
+struct Span {
+    start: usize,
+    end: usize,
+    /// The rows of the outermost ERROR node around it (where the parser
+    /// first lost track), for reporting.
+    outer: (usize, usize),
+    issue: SyntaxIssue,
+}
+
+/// The innermost ERROR and MISSING nodes of a tree: an ERROR node that holds
+/// others stands for them (error recovery often wraps the real error in one
+/// that starts at the enclosing function or the top of the file).
+fn errors(tree: &Tree) -> Vec<Span> {
+    fn walk(node: Node<'_>, outer: Option<(usize, usize)>, out: &mut Vec<Span>) {
+        let (p, end) = (node.start_position(), node.end_position());
+        let rows = (p.row, end.row.max(p.row));
+        if node.is_missing() || (node.is_error() && !error_inside(node)) {
             let kind = if node.is_missing() {
                 format!("MISSING {}", node.kind())
             } else {
                 "ERROR".to_owned()
             };
-            out.push(SyntaxIssue {
-                line: p.row,
-                column: p.column,
-                kind,
-                text: String::new(),
+            out.push(Span {
+                start: rows.0,
+                end: rows.1,
+                outer: outer.unwrap_or(rows),
+                issue: SyntaxIssue {
+                    line: p.row,
+                    column: p.column,
+                    kind,
+                    text: String::new(),
+                },
             });
             return;
         }
         if !node.has_error() {
             return;
         }
+        let outer = outer.or(node.is_error().then_some(rows));
         let mut cursor = node.walk();
         for child in node.children(&mut cursor) {
-            walk(child, out);
+            walk(child, outer, out);
         }
     }
     let mut out = Vec::new();
-    walk(tree.root_node(), &mut out);
+    walk(tree.root_node(), None, &mut out);
     out
+}
+
+/// Whether an ERROR node holds another ERROR or MISSING node.
+fn error_inside(node: Node<'_>) -> bool {
+    let mut cursor = node.walk();
+    node.children(&mut cursor)
+        .any(|c| c.is_error() || c.is_missing() || c.has_error())
 }
 
 #[cfg(test)]
