@@ -51,6 +51,32 @@ fn header<'a>(line: &'a str, name: &str) -> Option<&'a str> {
     line.trim().strip_prefix(name).map(str::trim)
 }
 
+/// The markers that give a patch its structure.
+const MARKERS: [&str; 7] = [
+    "*** Begin Patch",
+    "*** End Patch",
+    "*** Add File:",
+    "*** Update File:",
+    "*** Delete File:",
+    "*** Move to:",
+    "*** End of File",
+];
+
+/// Whether a line inside a section is structure: one of the known markers at
+/// column 0. A context line starts with a space, so ` *** WARNING ***` (or
+/// ` *** End Patch`, quoted from a file) is text, never structure.
+fn is_marker(line: &str) -> bool {
+    let t = line.trim_end();
+    // A header (`…:`) is followed by its path; the others stand alone.
+    MARKERS.iter().any(|m| {
+        if m.ends_with(':') {
+            t.starts_with(m)
+        } else {
+            t == *m
+        }
+    })
+}
+
 /// The first line of an apply_patch envelope or section header, if any.
 pub(crate) fn looks_like(input: &str) -> Option<usize> {
     input.lines().position(|l| {
@@ -69,8 +95,12 @@ fn trim_blank_tail(c: &mut Chunk) {
     }
 }
 
-/// `EOF`, `PATCH`, `END_PATCH`: the word that closes a shell heredoc.
+/// `EOF`, `PATCH`, `END_PATCH`: the word that closes a shell heredoc (not
+/// indented by a space, which would make it a context line).
 fn is_heredoc_end(line: &str) -> bool {
+    if line.starts_with(' ') {
+        return false;
+    }
     let t = line.trim();
     !t.is_empty() && t.len() <= 16 && t.chars().all(|c| c.is_ascii_uppercase() || c == '_')
 }
@@ -103,9 +133,16 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
             first
         }
     };
+    // The end marker at column 0; a padded one only when there is none, since
+    // a context line (` *** End Patch`, quoting a file) is padded by its space.
     let end = lines[start..]
         .iter()
-        .position(|l| l.trim() == "*** End Patch")
+        .position(|l| l.trim_end() == "*** End Patch")
+        .or_else(|| {
+            lines[start..]
+                .iter()
+                .position(|l| l.trim() == "*** End Patch")
+        })
         .map(|e| e + start);
     if end.is_none() {
         notes.push(Warning::LenientEnvelope {
@@ -114,11 +151,9 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
     }
     let mut stop = end.unwrap_or(lines.len());
     if end.is_none() {
-        // A fenced patch without its end marker ends at the closing fence.
-        if let Some(f) = lines[start..]
-            .iter()
-            .position(|l| l.trim_start().starts_with("```"))
-        {
+        // A fenced patch without its end marker ends at the closing fence, at
+        // column 0: a context line quoting a fence (` ```sh`) starts with a space.
+        if let Some(f) = lines[start..].iter().position(|l| l.starts_with("```")) {
             stop = start + f;
         }
     }
@@ -144,7 +179,7 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
         if let Some(path) = header(line, "*** Add File:") {
             let mut added = Vec::new();
             i += 1;
-            while i < body.len() && !body[i].trim_start().starts_with("*** ") {
+            while i < body.len() && !is_marker(body[i].trim_start()) {
                 match body[i].strip_prefix('+') {
                     Some(l) => added.push(HunkLine::Add(l.to_owned())),
                     // An empty line in a new file's content (a `+` a tool trimmed).
@@ -179,7 +214,11 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
         } else if let Some(path) = header(line, "*** Update File:") {
             i += 1;
             let mut rename_to = None;
-            if let Some(to) = body.get(i).and_then(|l| header(l, "*** Move to:")) {
+            if let Some(to) = body
+                .get(i)
+                .filter(|l| is_marker(l))
+                .and_then(|l| header(l, "*** Move to:"))
+            {
                 rename_to = Some(to.to_owned());
                 i += 1;
             }
@@ -192,13 +231,12 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
             };
             while i < body.len() {
                 let l = body[i];
-                let t = l.trim();
-                if t == "*** End of File" {
+                if l.trim_end() == "*** End of File" {
                     current.end_of_file = true;
                     i += 1;
                     continue;
                 }
-                if t.starts_with("*** ") {
+                if is_marker(l) {
                     break;
                 }
                 if let Some(anchor) = l.strip_prefix("@@") {
@@ -244,6 +282,10 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
             trim_blank_tail(&mut current);
             if !current.lines.is_empty() || !current.anchors.is_empty() {
                 chunks.push(current);
+            }
+            // Neither a change nor a move: the section would silently do nothing.
+            if rename_to.is_none() && chunks.iter().all(|c| c.lines.is_empty()) {
+                return Err(ParseError::EmptyHunk { line: at });
             }
             changes.push(FileChange {
                 rename_to,
@@ -382,6 +424,26 @@ fn locate_in(
         })
 }
 
+/// Whether the `-` lines of a fuzzy match are the file's lines up to
+/// whitespace and Unicode folding: a chunk never deletes a line it misquotes.
+fn removed_lines_hold(doc: &Document, lines: &[HunkLine], m: &Match) -> bool {
+    let mut i = 0;
+    for l in lines {
+        match l {
+            HunkLine::Context(_) => i += 1,
+            HunkLine::Remove(t) => {
+                let aligned = m.alignment.get(i).copied().flatten();
+                if !aligned.is_some_and(|d| matcher::same_up_to_unicode(t, doc.line(d))) {
+                    return false;
+                }
+                i += 1;
+            }
+            HunkLine::Add(_) => {}
+        }
+    }
+    true
+}
+
 fn resolve_chunk(
     c: &Chunk,
     doc: &Document,
@@ -503,7 +565,19 @@ fn resolve_chunk(
                     .map_or(EditError::BlankSearch, EditError::from));
             }
             let m = locate_in(doc, &old, &scope, opts, false).map_err(EditError::from)?;
-            vec![m.into_iter().next().ok_or(EditError::BlankSearch)?]
+            let m = m.into_iter().next().ok_or(EditError::BlankSearch)?;
+            // A chunk never deletes a line it misquotes (as unified diffs).
+            if !removed_lines_hold(doc, &c.lines, &m) {
+                return Err(EditError::NotFound {
+                    nearest: vec![Candidate {
+                        range: m.range,
+                        similarity: m.similarity,
+                    }],
+                    bounded: false,
+                    after_edit: None,
+                });
+            }
+            vec![m]
         }
         Err(e) => return Err(e.into()),
     };
