@@ -435,7 +435,7 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
         EditError::Syntax { issues } => {
             let _ = write!(
                 out,
-                "the edit would break the syntax of {path}: the result has errors it did not have before, at {}. Nothing was written. The lines as the edit would leave them:",
+                "the edit would break the syntax of {path}: the result has errors it did not have before, at {}; {path} was not written. The lines as the edit would leave them:",
                 syntax_places(issues)
             );
             for i in issues.iter().take(6) {
@@ -609,14 +609,30 @@ pub fn apply_message(
             let _ = writeln!(out, "{line}");
         }
     }
+    // Under --partial a file refused as a whole (the syntax guard) is not
+    // written, so its edits that did apply are not in it either.
+    let refused: Vec<&str> = report
+        .files
+        .iter()
+        .filter(|f| f.status == FileStatus::Failed)
+        .map(|f| f.path.as_str())
+        .collect();
+    let mut held = Vec::new();
     for (path, e) in &edits {
         let path = if path.is_empty() { "(no file)" } else { path };
-        let _ = writeln!(out, "{}", edit_line(path, e, originals.get(path).copied()));
-        if e.status.is_ok() {
+        let mut line = edit_line(path, e, originals.get(path).copied());
+        if partial && e.status == EditStatus::Applied && refused.contains(&path) {
+            let _ = write!(
+                line,
+                " (not written: {path} was refused as a whole, see below)"
+            );
+            held.push(e.index);
+        } else if e.status.is_ok() {
             ok.push(e.index);
         } else {
             failed.push(e.index);
         }
+        let _ = writeln!(out, "{line}");
     }
     let plural = |n: usize, one: &str, many: &str| {
         if n == 1 {
@@ -644,6 +660,14 @@ pub fn apply_message(
     if partial {
         if ok.is_empty() {
             let _ = write!(out, "No {noun} applied.");
+        } else if !held.is_empty() {
+            let _ = write!(
+                out,
+                "{capital}{} {} applied; {} not.",
+                s(ok.len()),
+                numbers(&ok),
+                plural(failed.len() + held.len(), "one was", "were"),
+            );
         } else {
             let _ = write!(
                 out,
@@ -651,6 +675,18 @@ pub fn apply_message(
                 s(ok.len()),
                 numbers(&ok),
                 plural(failed.len(), "one did", "did"),
+                s(failed.len()),
+            );
+        }
+        if !held.is_empty() {
+            let _ = write!(
+                out,
+                " {capital}{} {} would apply but {} held back with the failed {noun}{} in the same file: send {} again with the fixed one{}.",
+                s(held.len()),
+                numbers(&held),
+                if held.len() == 1 { "is" } else { "are" },
+                s(failed.len()),
+                if held.len() == 1 { "it" } else { "them" },
                 s(failed.len()),
             );
         }
