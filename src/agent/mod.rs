@@ -14,6 +14,8 @@
 
 pub mod config;
 pub mod models;
+pub mod permissions;
 pub mod provider;
 pub mod session;
+pub mod tools;
 pub mod types;
