@@ -16,6 +16,7 @@ pub mod config;
 pub mod models;
 pub mod permissions;
 pub mod provider;
+pub mod run;
 pub mod session;
 pub mod tools;
 pub mod types;

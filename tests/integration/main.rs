@@ -6,6 +6,8 @@
 
 #[cfg(feature = "agent")]
 mod agent_provider;
+#[cfg(feature = "agent")]
+mod agent_run;
 mod cli;
 mod engine;
 mod feedback;

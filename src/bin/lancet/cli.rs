@@ -27,6 +27,9 @@ pub(crate) enum Command {
     Undo(UndoArgs),
     /// List the edit formats, or print one format's model instructions.
     Formats(FormatsArgs),
+    /// The agent: a model works on the task with tools, in this root.
+    #[cfg(feature = "agent")]
+    Run(crate::run::RunArgs),
 }
 
 /// The formats named by the contract; not every one is in every build yet.

@@ -7,6 +7,8 @@
 //! other tools script it.
 
 mod cli;
+#[cfg(feature = "agent")]
+mod run;
 mod style;
 
 use std::io::{IsTerminal, Read};
@@ -46,6 +48,8 @@ fn main() -> ExitCode {
         Command::Diff(args) => diff(args),
         Command::Undo(args) => undo(args),
         Command::Formats(args) => formats(args),
+        #[cfg(feature = "agent")]
+        Command::Run(args) => run::run(args),
     };
     ExitCode::from(code)
 }

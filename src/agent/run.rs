@@ -1,0 +1,324 @@
+//! The loop: model → tool calls → results → model, until the model answers
+//! without a tool call.
+//!
+//! Invariants: a tool failure goes back to the model as a result and never
+//! ends the loop; the loop ends on an answer, at the turn limit, when the
+//! model repeats the same failing call ([`REPEAT_LIMIT`] times), or when a
+//! permission needs a person and there is none. Everything the caller shows
+//! arrives as an [`Event`], in order; the transcript records every message.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::provider::Provider;
+use super::session::{Entry, Session};
+use super::tools::{Refusal, Tools};
+use super::types::{Block, Message, ProviderError, Request, Role, StreamEvent, Usage};
+
+/// The same failing call (tool and arguments) this many times ends the run.
+pub const REPEAT_LIMIT: usize = 3;
+
+/// What one run is given.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The model, as the provider names it.
+    pub model: String,
+    /// The system prompt (see [`system_prompt`]).
+    pub system: String,
+    /// The most model turns.
+    pub max_turns: u32,
+    /// The most tokens per reply.
+    pub max_tokens: u32,
+}
+
+/// Something that happened, for the caller to show.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// Reply text, as it streams.
+    Text {
+        /// The new text.
+        text: String,
+    },
+    /// The model called a tool.
+    ToolCall {
+        /// The tool.
+        name: String,
+        /// Its arguments as written.
+        arguments: String,
+    },
+    /// What the call returned to the model.
+    ToolResult {
+        /// The tool.
+        name: String,
+        /// The text the model reads.
+        content: String,
+        /// Whether it failed.
+        is_error: bool,
+    },
+    /// An edit was applied: its report and unified diff.
+    Edit {
+        /// The apply report, as `lancet apply --json` prints it.
+        report: serde_json::Value,
+        /// The change as a unified diff.
+        diff: String,
+    },
+    /// Tokens one model turn used.
+    Usage {
+        /// Prompt tokens.
+        input_tokens: u64,
+        /// Completion tokens.
+        output_tokens: u64,
+    },
+}
+
+/// Why a run ended (the provider failing is the `Err` of [`run`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ending {
+    /// The model answered without calling a tool.
+    Answered,
+    /// The turn limit was reached.
+    MaxTurns,
+    /// The model repeated the same failing call.
+    Repeating,
+    /// A call needed a confirmation and nobody could be asked.
+    NoTerminal,
+}
+
+/// A finished run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// Why it ended.
+    pub ending: Ending,
+    /// Model turns taken.
+    pub turns: u32,
+    /// Tokens used, summed over the turns.
+    pub usage: Usage,
+    /// The conversation at the end.
+    pub messages: Vec<Message>,
+}
+
+/// Runs the loop from `messages` (the task last, or a resumed conversation).
+///
+/// # Errors
+///
+/// The provider's error once its retries are spent; the conversation up to
+/// then is in the transcript.
+pub async fn run(
+    provider: &Provider,
+    tools: &mut Tools,
+    mut session: Option<&mut Session>,
+    mut messages: Vec<Message>,
+    config: &RunConfig,
+    on_event: &mut (dyn FnMut(Event) + Send),
+) -> Result<Outcome, ProviderError> {
+    let mut usage = Usage::default();
+    let mut failures: HashMap<(String, String), usize> = HashMap::new();
+    let text_mode = tools.config().text_mode;
+    let record = |session: &mut Option<&mut Session>, entry: Entry| {
+        if let Some(s) = session.as_deref_mut() {
+            // A transcript that cannot be written does not stop the work.
+            let _ = s.record(&entry);
+        }
+    };
+    let mut turns = 0;
+    let ending = loop {
+        if turns >= config.max_turns {
+            break Ending::MaxTurns;
+        }
+        turns += 1;
+        let request = Request {
+            model: config.model.clone(),
+            system: config.system.clone(),
+            messages: messages.clone(),
+            // In text mode the tools lack `edit`: edits come in the reply.
+            tools: tools.specs(),
+            max_tokens: config.max_tokens,
+        };
+        let reply = provider
+            .complete(&request, &mut |e| {
+                if let StreamEvent::Text(text) = e {
+                    on_event(Event::Text { text });
+                }
+            })
+            .await?;
+        usage.input_tokens += reply.usage.input_tokens;
+        usage.output_tokens += reply.usage.output_tokens;
+        on_event(Event::Usage {
+            input_tokens: reply.usage.input_tokens,
+            output_tokens: reply.usage.output_tokens,
+        });
+        record(
+            &mut session,
+            Entry::Message {
+                message: reply.message.clone(),
+            },
+        );
+        record(&mut session, Entry::Usage { usage: reply.usage });
+        let calls: Vec<(String, String, String)> = reply
+            .message
+            .blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                } => Some((id.clone(), name.clone(), arguments.clone())),
+                _ => None,
+            })
+            .collect();
+        let text = reply.message.text();
+        messages.push(reply.message);
+        if calls.is_empty() {
+            // Text mode: edits written in the reply are applied, and the
+            // result is the next user turn.
+            let applied = if text_mode {
+                tools.apply_text(&text)
+            } else {
+                None
+            };
+            let Some(outcome) = applied else {
+                break Ending::Answered;
+            };
+            if let Some(edit) = &outcome.edit {
+                on_event(Event::Edit {
+                    report: edit.report_json.clone(),
+                    diff: edit.diff.clone(),
+                });
+            }
+            on_event(Event::ToolResult {
+                name: "edit".to_owned(),
+                content: outcome.content.clone(),
+                is_error: outcome.is_error,
+            });
+            let message = Message::user(outcome.content);
+            record(
+                &mut session,
+                Entry::Message {
+                    message: message.clone(),
+                },
+            );
+            messages.push(message);
+            if outcome.is_error && repeated(&mut failures, "edit", &text) {
+                break Ending::Repeating;
+            }
+            continue;
+        }
+        let mut results = Vec::new();
+        let mut stop = None;
+        for (id, name, arguments) in calls {
+            on_event(Event::ToolCall {
+                name: name.clone(),
+                arguments: arguments.clone(),
+            });
+            let outcome = tools.call(&name, &arguments).await;
+            if let Some(edit) = &outcome.edit {
+                on_event(Event::Edit {
+                    report: edit.report_json.clone(),
+                    diff: edit.diff.clone(),
+                });
+            }
+            on_event(Event::ToolResult {
+                name: name.clone(),
+                content: outcome.content.clone(),
+                is_error: outcome.is_error,
+            });
+            if outcome.refusal == Some(Refusal::NoTerminal) {
+                stop = Some(Ending::NoTerminal);
+            } else if outcome.is_error && repeated(&mut failures, &name, &arguments) {
+                stop = stop.or(Some(Ending::Repeating));
+            }
+            results.push(Block::ToolResult {
+                id,
+                content: outcome.content,
+                is_error: outcome.is_error,
+            });
+        }
+        let message = Message {
+            role: Role::User,
+            blocks: results,
+        };
+        record(
+            &mut session,
+            Entry::Message {
+                message: message.clone(),
+            },
+        );
+        messages.push(message);
+        if let Some(ending) = stop {
+            break ending;
+        }
+    };
+    Ok(Outcome {
+        ending,
+        turns,
+        usage,
+        messages,
+    })
+}
+
+/// Counts a failing call; `true` once the same one failed [`REPEAT_LIMIT`] times.
+fn repeated(failures: &mut HashMap<(String, String), usize>, name: &str, arguments: &str) -> bool {
+    let n = failures
+        .entry((name.to_owned(), arguments.to_owned()))
+        .or_insert(0);
+    *n += 1;
+    *n >= REPEAT_LIMIT
+}
+
+/// The system prompt: the role, how to work, the edit format's instructions,
+/// and the project's `AGENTS.md` when there is one.
+pub fn system_prompt(instructions: &str, text_mode: bool, agents_md: Option<&str>) -> String {
+    let mut out = String::from(
+        "You are a coding agent working in a software project. Use the tools to read files, \
+         search, run commands and make changes; read a file before you edit it. Make the \
+         smallest change that does the task, check it (run the tests when there are any), \
+         and when the task is done, answer with a short summary and no tool call.\n\n",
+    );
+    if text_mode {
+        out.push_str(
+            "To change a file, write the edit in your reply in the format below; it is \
+             applied when your reply ends, and you are told the result.\n\n",
+        );
+    } else {
+        out.push_str(
+            "To change a file, call the `edit` tool; its input uses the format below.\n\n",
+        );
+    }
+    out.push_str(instructions.trim_end());
+    if let Some(agents) = agents_md.map(str::trim).filter(|a| !a.is_empty()) {
+        out.push_str("\n\n# Project instructions (AGENTS.md)\n\n");
+        out.push_str(agents);
+    }
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn system_prompt_words() {
+        insta::assert_snapshot!(system_prompt(
+            "<the format's instructions>\n",
+            false,
+            Some("Run `make test` before you finish.\n")
+        ));
+        let text = system_prompt("<the format's instructions>", true, None);
+        assert!(text.contains("write the edit in your reply"));
+        assert!(!text.contains("AGENTS.md"));
+    }
+
+    #[test]
+    fn the_same_failing_call_ends_the_run_at_the_limit() {
+        let mut f = HashMap::new();
+        assert!(!repeated(&mut f, "read", "{\"path\":\"x\"}"));
+        assert!(!repeated(&mut f, "read", "{\"path\":\"y\"}"));
+        assert!(!repeated(&mut f, "read", "{\"path\":\"x\"}"));
+        assert!(repeated(&mut f, "read", "{\"path\":\"x\"}"));
+    }
+}
