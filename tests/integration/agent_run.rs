@@ -311,3 +311,427 @@ fn resume_continues_the_last_conversation() {
         "{all}"
     );
 }
+
+/// The `tool` messages of a recorded OpenAI request: (tool_call_id, content).
+fn tool_messages(body: &Value) -> Vec<(String, String)> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            (
+                m["tool_call_id"].as_str().unwrap_or("").to_owned(),
+                m["content"].to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn malformed_tool_arguments_go_back_as_an_error_and_the_run_continues() {
+    let dir = root_with(&[("a.txt", "x\n")]);
+    let server = LlmServer::start(vec![
+        Scripted::openai_tool_call("c1", "read", r#"{"path": "#),
+        Scripted::openai_text("Sorry, giving up."),
+    ]);
+    let out = run(
+        dir.path(),
+        &[
+            "--base-url",
+            &server.openai_base_url(),
+            "-m",
+            "gpt-4o",
+            "--yes",
+            "--json",
+            "read a",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ev = events(&out);
+    let results = of(&ev, "tool_result");
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0]["is_error"], true);
+    let content = results[0]["content"].as_str().unwrap();
+    assert!(content.contains("not valid JSON"), "{content}");
+    assert_eq!(of(&ev, "done")[0]["ending"], "answered");
+    // The second request carries the error as the result of call c1.
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    let tool = tool_messages(&reqs[1].body);
+    assert_eq!(tool.len(), 1, "{tool:?}");
+    assert_eq!(tool[0].0, "c1");
+    assert!(tool[0].1.contains("not valid JSON"), "{}", tool[0].1);
+    // The malformed call itself is sent back as the assistant wrote it.
+    let assistant = &reqs[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "assistant")
+        .expect("the assistant turn")["tool_calls"][0];
+    assert_eq!(assistant["id"], "c1");
+    assert_eq!(assistant["function"]["name"], "read");
+}
+
+#[test]
+fn a_path_outside_the_root_is_refused_to_the_model_and_nothing_outside_is_touched() {
+    let outer = tempfile::tempdir().unwrap();
+    let root = outer.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(root.join("inside.txt"), "inside\n").unwrap();
+    let outside = outer.path().join("outside.txt");
+    std::fs::write(&outside, "TOP-SECRET\n").unwrap();
+    let absolute = outside.to_str().unwrap().to_owned();
+    let server = LlmServer::start(vec![
+        Scripted::openai_tool_call("c1", "read", &json!({"path": "../outside.txt"}).to_string()),
+        Scripted::openai_tool_call("c2", "read", &json!({"path": absolute}).to_string()),
+        Scripted::openai_tool_call(
+            "c3",
+            "write",
+            &json!({"path": "../planted.txt", "content": "pwned\n"}).to_string(),
+        ),
+        Scripted::openai_text("I cannot reach that file."),
+    ]);
+    let out = run(
+        &root,
+        &[
+            "--base-url",
+            &server.openai_base_url(),
+            "-m",
+            "gpt-4o",
+            "--yes",
+            "--json",
+            "read the file next door",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ev = events(&out);
+    let results = of(&ev, "tool_result");
+    assert_eq!(results.len(), 3);
+    for r in &results {
+        assert_eq!(r["is_error"], true, "{r}");
+    }
+    let said: Vec<&str> = results
+        .iter()
+        .map(|r| r["content"].as_str().unwrap())
+        .collect();
+    assert!(said[0].contains("outside the project root"), "{}", said[0]);
+    assert!(said[1].contains("absolute path"), "{}", said[1]);
+    assert!(said[2].contains("outside the project root"), "{}", said[2]);
+    assert_eq!(of(&ev, "done")[0]["ending"], "answered");
+    // Nothing outside the root was read (the model never saw its content)
+    // or written.
+    for req in server.requests() {
+        assert!(!req.raw_body.contains("TOP-SECRET"), "{}", req.raw_body);
+    }
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("TOP-SECRET"));
+    assert!(!outer.path().join("planted.txt").exists());
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "TOP-SECRET\n");
+    let mut names: Vec<String> = std::fs::read_dir(outer.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["outside.txt", "root"]);
+}
+
+#[test]
+fn a_429_with_retry_after_is_waited_out_and_the_run_succeeds() {
+    let dir = root_with(&[]);
+    let server = LlmServer::start(vec![
+        Scripted::status(429, r#"{"error":{"message":"slow down"}}"#)
+            .with_header("retry-after", "1"),
+        Scripted::openai_text("Hello."),
+    ]);
+    let started = std::time::Instant::now();
+    let out = run(
+        dir.path(),
+        &[
+            "--base-url",
+            &server.openai_base_url(),
+            "-m",
+            "gpt-4o",
+            "--yes",
+            "--json",
+            "hi",
+        ],
+    );
+    let took = started.elapsed();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(server.requests().len(), 2);
+    assert_eq!(server.remaining(), 0);
+    assert!(
+        took >= std::time::Duration::from_millis(900),
+        "Retry-After: 1 was not waited for ({took:?})"
+    );
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+    let ev = events(&out);
+    let text: String = of(&ev, "text")
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "Hello.");
+    let done = of(&ev, "done");
+    assert_eq!(done[0]["ending"], "answered");
+    assert_eq!(done[0]["turns"], 1);
+}
+
+#[test]
+fn human_output_shows_the_diff_and_the_summary_line() {
+    let dir = root_with(&[("calc.py", "def add(a, b):\n    return a - b\n")]);
+    let edit = json!({"path": "calc.py", "old_string": "    return a - b", "new_string": "    return a + b"});
+    let server = LlmServer::start(vec![
+        Scripted::openai_tool_call("c1", "read", &json!({"path": "calc.py"}).to_string()),
+        Scripted::openai_turn("Fixing.", &[("c2", "edit", &edit.to_string())]),
+        Scripted::openai_text("Fixed: add now adds."),
+    ]);
+    let out = run(
+        dir.path(),
+        &[
+            "--base-url",
+            &server.openai_base_url(),
+            "-m",
+            "gpt-4o",
+            "-f",
+            "search-replace",
+            "--yes",
+            "fix add",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stdout
+            .lines()
+            .all(|l| serde_json::from_str::<Value>(l).is_err() || l.is_empty()),
+        "human output is not JSON lines:\n{stdout}"
+    );
+    assert!(stdout.contains("→ read "), "{stdout}");
+    assert!(stdout.contains("→ edit "), "{stdout}");
+    assert!(
+        stdout.contains("--- a/calc.py")
+            && stdout.contains("+++ b/calc.py")
+            && stdout.contains("-    return a - b")
+            && stdout.contains("+    return a + b"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Fixed: add now adds."), "{stdout}");
+    // Three turns of HELPER_USAGE (10 in, 5 out).
+    assert!(
+        stderr.contains("done — 3 turns, 30 tokens in, 15 out"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_projects_agents_md_is_in_the_system_prompt() {
+    let dir = root_with(&[
+        (
+            "AGENTS.md",
+            "Always run `make check-everything` before finishing.\n",
+        ),
+        ("a.txt", "x\n"),
+    ]);
+    let server = LlmServer::start(vec![Scripted::openai_text("Noted.")]);
+    let out = run(
+        dir.path(),
+        &[
+            "--base-url",
+            &server.openai_base_url(),
+            "-m",
+            "gpt-4o",
+            "--yes",
+            "hi",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reqs = server.requests();
+    let first = &reqs[0].body["messages"][0];
+    assert_eq!(first["role"], "system");
+    let system = first["content"].as_str().unwrap();
+    assert!(
+        system.contains("AGENTS.md")
+            && system.contains("Always run `make check-everything` before finishing."),
+        "{system}"
+    );
+    // Only once, and not as a user message.
+    assert_eq!(reqs[0].raw_body.matches("make check-everything").count(), 1);
+}
+
+#[test]
+fn the_edit_format_is_picked_per_model_from_models_toml() {
+    // edit-formats/models.toml: `grok-code*` → hashline, tool mode.
+    let dir = root_with(&[("a.txt", "x\n")]);
+    let server = LlmServer::start(vec![Scripted::openai_text("Ok.")]);
+    let out = run(
+        dir.path(),
+        &[
+            "--base-url",
+            &server.openai_base_url(),
+            "-m",
+            "grok-code-fast-1",
+            "--yes",
+            "--json",
+            "hi",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ev = events(&out);
+    assert_eq!(ev[0]["event"], "session");
+    assert_eq!(ev[0]["format"], "hashline");
+    assert_eq!(ev[0]["text_mode"], false);
+    let reqs = server.requests();
+    let edit = reqs[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "edit")
+        .expect("tool mode offers the edit tool");
+    let params = &edit["function"]["parameters"];
+    assert!(params["properties"]["edits"].is_object(), "{params}");
+    assert!(params["properties"]["old_string"].is_null(), "{params}");
+    assert!(
+        reqs[0].body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("LINE:HASH"),
+        "the system prompt carries hashline's instructions"
+    );
+
+    // A model that falls to the `*` entry gets search-replace.
+    let server = LlmServer::start(vec![Scripted::openai_text("Ok.")]);
+    let out = run(
+        dir.path(),
+        &[
+            "--base-url",
+            &server.openai_base_url(),
+            "-m",
+            "some-other-model",
+            "--yes",
+            "--json",
+            "hi",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(events(&out)[0]["format"], "search-replace");
+    let reqs = server.requests();
+    let edit = reqs[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "edit")
+        .unwrap();
+    assert!(edit["function"]["parameters"]["properties"]["old_string"].is_object());
+}
+
+#[test]
+fn the_same_failing_call_three_times_stops_the_run_as_repeating() {
+    let dir = root_with(&[("a.txt", "x\n")]);
+    let call = json!({"path": "missing.txt"}).to_string();
+    let server = LlmServer::start(vec![
+        Scripted::openai_tool_call("c1", "read", &call),
+        Scripted::openai_tool_call("c2", "read", &call),
+        Scripted::openai_tool_call("c3", "read", &call),
+        Scripted::openai_text("never asked for"),
+    ]);
+    let out = run(
+        dir.path(),
+        &[
+            "--base-url",
+            &server.openai_base_url(),
+            "-m",
+            "gpt-4o",
+            "--yes",
+            "--json",
+            "read missing",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let ev = events(&out);
+    let results = of(&ev, "tool_result");
+    assert_eq!(results.len(), 3);
+    assert!(results.iter().all(|r| r["is_error"] == true));
+    let done = of(&ev, "done");
+    assert_eq!(done[0]["ending"], "repeating");
+    assert_eq!(done[0]["turns"], 3);
+    assert_eq!(server.requests().len(), 3);
+    assert_eq!(server.remaining(), 1);
+}
+
+#[test]
+fn malformed_tool_input_on_anthropic_goes_back_as_an_error_result() {
+    let dir = root_with(&[("a.txt", "x\n")]);
+    let server = LlmServer::start(vec![
+        Scripted::anthropic_tool_call("t1", "read", r#"{"path": "#),
+        Scripted::anthropic_text("Giving up."),
+    ]);
+    let out = run(
+        dir.path(),
+        &[
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &server.base_url(),
+            "-m",
+            "claude-test",
+            "--yes",
+            "--json",
+            "read a",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    let messages = reqs[1].body["messages"].as_array().unwrap();
+    // The call goes back with an object input (the wire requires one) ...
+    let call = messages
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|b| b["type"] == "tool_use")
+        .expect("the tool_use block");
+    assert_eq!(call["id"], "t1");
+    assert!(call["input"].is_object(), "{call}");
+    // ... and its result is an error the model reads.
+    let result = messages
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|b| b["type"] == "tool_result")
+        .expect("the tool_result block");
+    assert_eq!(result["tool_use_id"], "t1");
+    assert_eq!(result["is_error"], true, "{result}");
+    assert!(
+        result["content"].to_string().contains("not valid JSON"),
+        "{result}"
+    );
+}
