@@ -13,6 +13,7 @@
 //! and is tested without it.
 
 pub mod config;
+pub mod context;
 pub mod models;
 pub mod permissions;
 pub mod provider;

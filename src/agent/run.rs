@@ -11,6 +11,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use super::context;
 use super::provider::Provider;
 use super::session::{Entry, Session};
 use super::tools::{Refusal, Tools};
@@ -30,6 +31,10 @@ pub struct RunConfig {
     pub max_turns: u32,
     /// The most tokens per reply.
     pub max_tokens: u32,
+    /// The model's context window in tokens, when known: the conversation is
+    /// compacted before it passes 80 % of it. Without it, compaction happens
+    /// when the provider reports an overflow.
+    pub context_window: Option<u64>,
 }
 
 /// Something that happened, for the caller to show.
@@ -63,6 +68,13 @@ pub enum Event {
         report: serde_json::Value,
         /// The change as a unified diff.
         diff: String,
+    },
+    /// The conversation was compacted to fit the window.
+    Compacted {
+        /// Estimated tokens saved by pruning old tool outputs.
+        pruned: u64,
+        /// The model's summary, when earlier turns were summarised.
+        summary: Option<String>,
     },
     /// Tokens one model turn used.
     Usage {
@@ -124,9 +136,32 @@ pub async fn run(
         }
     };
     let mut turns = 0;
+    // Tokens of the last request as the provider counted them, and how many
+    // messages it held (what came after is estimated).
+    let mut counted: Option<(u64, usize)> = None;
+    let mut overflows = 0;
     let ending = loop {
         if turns >= config.max_turns {
             break Ending::MaxTurns;
+        }
+        // (A lone task cannot be compacted: there is nothing to summarise.)
+        if let Some(window) = config.context_window.filter(|_| messages.len() > 1) {
+            let used = match counted {
+                Some((tokens, n)) if n <= messages.len() => {
+                    tokens + context::estimate_messages("", &messages[n..])
+                }
+                _ => context::estimate_messages(&config.system, &messages),
+            };
+            let limit = window / 10 * 8;
+            if used > limit {
+                let pruned = context::prune(&mut messages);
+                let summary = if used.saturating_sub(pruned) > limit {
+                    Some(summarise(provider, config, &mut messages, &mut usage).await?)
+                } else {
+                    None
+                };
+                compacted(tools, &mut session, pruned, summary, on_event);
+            }
         }
         turns += 1;
         let request = Request {
@@ -143,7 +178,31 @@ pub async fn run(
                     on_event(Event::Text { text });
                 }
             })
-            .await?;
+            .await;
+        let reply = match reply {
+            Ok(reply) => reply,
+            // Too long for the model: prune first, then summarise, then give up.
+            Err(ProviderError::ContextOverflow { .. }) if overflows < 2 => {
+                overflows += 1;
+                turns -= 1;
+                let pruned = if overflows == 1 {
+                    context::prune(&mut messages)
+                } else {
+                    0
+                };
+                let summary = if pruned == 0 {
+                    Some(summarise(provider, config, &mut messages, &mut usage).await?)
+                } else {
+                    None
+                };
+                compacted(tools, &mut session, pruned, summary, on_event);
+                counted = None;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        overflows = 0;
+        counted = Some((reply.usage.input_tokens, messages.len()));
         usage.input_tokens += reply.usage.input_tokens;
         usage.output_tokens += reply.usage.output_tokens;
         on_event(Event::Usage {
@@ -258,6 +317,50 @@ pub async fn run(
         usage,
         messages,
     })
+}
+
+/// Asks the model to summarise the conversation, and restarts it from the
+/// task and that summary.
+async fn summarise(
+    provider: &Provider,
+    config: &RunConfig,
+    messages: &mut Vec<Message>,
+    usage: &mut Usage,
+) -> Result<String, ProviderError> {
+    let request = Request {
+        model: config.model.clone(),
+        system: String::new(),
+        messages: vec![context::summary_request(messages)],
+        tools: Vec::new(),
+        max_tokens: config.max_tokens,
+    };
+    let reply = provider.complete(&request, &mut |_| {}).await?;
+    usage.input_tokens += reply.usage.input_tokens;
+    usage.output_tokens += reply.usage.output_tokens;
+    let summary = reply.message.text();
+    *messages = context::restart(messages, &summary);
+    Ok(summary)
+}
+
+/// After a compaction: reads are forgotten when turns were summarised (the
+/// model must read again before editing), and the transcript and the caller
+/// are told.
+fn compacted(
+    tools: &mut Tools,
+    session: &mut Option<&mut Session>,
+    pruned: u64,
+    summary: Option<String>,
+    on_event: &mut (dyn FnMut(Event) + Send),
+) {
+    if let Some(summary) = &summary {
+        tools.forget_reads();
+        if let Some(s) = session.as_deref_mut() {
+            let _ = s.record(&Entry::Compacted {
+                summary: summary.clone(),
+            });
+        }
+    }
+    on_event(Event::Compacted { pruned, summary });
 }
 
 /// Counts a failing call; `true` once the same one failed [`REPEAT_LIMIT`] times.

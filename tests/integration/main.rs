@@ -5,6 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[cfg(feature = "agent")]
+mod agent_context;
+#[cfg(feature = "agent")]
 mod agent_provider;
 #[cfg(feature = "agent")]
 mod agent_run;

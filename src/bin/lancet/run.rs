@@ -75,6 +75,7 @@ struct Settings {
     mode: Mode,
     max_turns: u32,
     bash_timeout: u64,
+    context_window: Option<u64>,
     layer: Layer,
 }
 
@@ -176,6 +177,7 @@ fn settings(args: &RunArgs, models: &Models) -> Result<Settings, String> {
         mode,
         max_turns: args.max_turns.or(layer.max_turns).unwrap_or(50),
         bash_timeout: layer.bash_timeout.unwrap_or(120),
+        context_window: profile.context_window,
         layer,
     })
 }
@@ -254,6 +256,7 @@ pub(crate) fn run(args: RunArgs) -> u8 {
         system: run::system_prompt(s.format.instructions(), s.text_mode, agents.as_deref()),
         max_turns: s.max_turns,
         max_tokens: 8192,
+        context_window: s.context_window,
     };
     // The transcript: the last one continued, or a new one.
     let now = SystemTime::now()
@@ -383,6 +386,14 @@ fn show(e: &Event, json: bool) {
             writeln!(out, "  ✗ {}", content.lines().next().unwrap_or(""))
         }
         Event::Edit { diff, .. } => write!(out, "{diff}"),
+        Event::Compacted { pruned, summary } => writeln!(
+            out,
+            "\n[context compacted: {}]",
+            match summary {
+                Some(_) => "earlier turns summarised".to_owned(),
+                None => format!("old tool outputs pruned, ~{pruned} tokens"),
+            }
+        ),
         Event::ToolResult { .. } | Event::Usage { .. } => Ok(()),
     };
     let _ = out.flush();
