@@ -17,6 +17,7 @@ pub mod context;
 pub mod models;
 pub mod permissions;
 pub mod provider;
+pub mod recover;
 pub mod run;
 pub mod session;
 pub mod tools;

@@ -538,7 +538,10 @@ fn openai_body(model: &str, req: &Request) -> Value {
                         } => Some(json!({
                             "id": id,
                             "type": "function",
-                            "function": {"name": name, "arguments": arguments},
+                            // Malformed arguments (answered with an error
+                            // result) go back as `{}`: strict servers refuse
+                            // invalid JSON in the history.
+                            "function": {"name": name, "arguments": if serde_json::from_str::<Value>(arguments).is_ok_and(|v| v.is_object()) { arguments.clone() } else { "{}".to_owned() }},
                         })),
                         _ => None,
                     })

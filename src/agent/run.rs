@@ -13,8 +13,9 @@ use serde::Serialize;
 
 use super::context;
 use super::provider::Provider;
+use super::recover;
 use super::session::{Entry, Session};
-use super::tools::{Refusal, Tools};
+use super::tools::{Refusal, ToolOutcome, Tools};
 use super::types::{Block, Message, ProviderError, Request, Role, StreamEvent, Usage};
 
 /// The same failing call (tool and arguments) this many times ends the run.
@@ -231,9 +232,21 @@ pub async fn run(
             .collect();
         let text = reply.message.text();
         messages.push(reply.message);
+        // A reply without native calls: calls it printed as text, else
+        // (text mode) edits written in it, else it is the answer.
+        let mut native = true;
+        let calls = if calls.is_empty() {
+            native = false;
+            let names: Vec<String> = tools.specs().into_iter().map(|t| t.name).collect();
+            recover::recover(&text, &names)
+                .into_iter()
+                .enumerate()
+                .map(|(k, c)| (format!("text_call_{k}"), c.name, c.arguments))
+                .collect()
+        } else {
+            calls
+        };
         if calls.is_empty() {
-            // Text mode: edits written in the reply are applied, and the
-            // result is the next user turn.
             let applied = if text_mode {
                 tools.apply_text(&text)
             } else {
@@ -242,17 +255,7 @@ pub async fn run(
             let Some(outcome) = applied else {
                 break Ending::Answered;
             };
-            if let Some(edit) = &outcome.edit {
-                on_event(Event::Edit {
-                    report: edit.report_json.clone(),
-                    diff: edit.diff.clone(),
-                });
-            }
-            on_event(Event::ToolResult {
-                name: "edit".to_owned(),
-                content: outcome.content.clone(),
-                is_error: outcome.is_error,
-            });
+            shown(on_event, "edit", &outcome);
             let message = Message::user(outcome.content);
             record(
                 &mut session,
@@ -274,26 +277,28 @@ pub async fn run(
                 arguments: arguments.clone(),
             });
             let outcome = tools.call(&name, &arguments).await;
-            if let Some(edit) = &outcome.edit {
-                on_event(Event::Edit {
-                    report: edit.report_json.clone(),
-                    diff: edit.diff.clone(),
-                });
-            }
-            on_event(Event::ToolResult {
-                name: name.clone(),
-                content: outcome.content.clone(),
-                is_error: outcome.is_error,
-            });
+            shown(on_event, &name, &outcome);
             if outcome.refusal == Some(Refusal::NoTerminal) {
                 stop = Some(Ending::NoTerminal);
             } else if outcome.is_error && repeated(&mut failures, &name, &arguments) {
                 stop = stop.or(Some(Ending::Repeating));
             }
-            results.push(Block::ToolResult {
-                id,
-                content: outcome.content,
-                is_error: outcome.is_error,
+            results.push(if native {
+                Block::ToolResult {
+                    id,
+                    content: outcome.content,
+                    is_error: outcome.is_error,
+                }
+            } else {
+                // No native call to answer: the result travels as text.
+                Block::Text {
+                    text: words::text_call_result(
+                        &name,
+                        &arguments,
+                        &outcome.content,
+                        outcome.is_error,
+                    ),
+                }
             });
         }
         let message = Message {
@@ -363,6 +368,21 @@ fn compacted(
     on_event(Event::Compacted { pruned, summary });
 }
 
+/// Tells the caller what a call did: its edit (if any), then its result.
+fn shown(on_event: &mut (dyn FnMut(Event) + Send), name: &str, outcome: &ToolOutcome) {
+    if let Some(edit) = &outcome.edit {
+        on_event(Event::Edit {
+            report: edit.report_json.clone(),
+            diff: edit.diff.clone(),
+        });
+    }
+    on_event(Event::ToolResult {
+        name: name.to_owned(),
+        content: outcome.content.clone(),
+        is_error: outcome.is_error,
+    });
+}
+
 /// Counts a failing call; `true` once the same one failed [`REPEAT_LIMIT`] times.
 fn repeated(failures: &mut HashMap<(String, String), usize>, name: &str, arguments: &str) -> bool {
     let n = failures
@@ -370,6 +390,20 @@ fn repeated(failures: &mut HashMap<(String, String), usize>, name: &str, argumen
         .or_insert(0);
     *n += 1;
     *n >= REPEAT_LIMIT
+}
+
+/// The words the loop itself adds to the conversation.
+mod words {
+    /// A recovered text call's result, as a user message.
+    pub(super) fn text_call_result(
+        name: &str,
+        arguments: &str,
+        content: &str,
+        is_error: bool,
+    ) -> String {
+        let status = if is_error { " failed" } else { "" };
+        format!("Result of your `{name}` call {arguments}{status}:\n{content}")
+    }
 }
 
 /// The system prompt: the role, how to work, the edit format's instructions,

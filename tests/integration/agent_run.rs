@@ -735,3 +735,72 @@ fn malformed_tool_input_on_anthropic_goes_back_as_an_error_result() {
         "{result}"
     );
 }
+
+#[test]
+fn a_tool_call_printed_as_text_is_recovered() {
+    let dir = root_with(&[("a.txt", "the secret word is plum\n")]);
+    let server = LlmServer::start(vec![
+        Scripted::openai_text(
+            "Let me look.\n<tool_call>\n{\"name\": \"read\", \"arguments\": {\"path\": \"a.txt\"}}\n</tool_call>",
+        ),
+        Scripted::openai_text("The word is plum."),
+    ]);
+    let out = run(
+        dir.path(),
+        &[
+            "--base-url",
+            &server.openai_base_url(),
+            "-m",
+            "gpt-4o",
+            "--yes",
+            "--json",
+            "what is the word?",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ev = events(&out);
+    assert_eq!(of(&ev, "tool_call")[0]["name"], "read");
+    // The result goes back as text (there is no native call to answer).
+    let reqs = server.requests();
+    let last = reqs[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["role"], "user");
+    let content = last["content"].to_string();
+    assert!(
+        content.contains("Result of your `read` call") && content.contains("plum"),
+        "{content}"
+    );
+}
+
+#[test]
+fn malformed_arguments_go_back_in_the_history_as_an_empty_object() {
+    let dir = root_with(&[]);
+    let server = LlmServer::start(vec![
+        Scripted::openai_turn("", &[("c1", "read", "{\"path\": ")]),
+        Scripted::openai_text("Sorry."),
+    ]);
+    let out = run(
+        dir.path(),
+        &[
+            "--base-url",
+            &server.openai_base_url(),
+            "-m",
+            "gpt-4o",
+            "--yes",
+            "x",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let reqs = server.requests();
+    let call = &reqs[1].body["messages"][2]["tool_calls"][0]["function"]["arguments"];
+    assert_eq!(call, "{}", "{}", reqs[1].body);
+}

@@ -302,13 +302,25 @@ pub(crate) fn run(args: RunArgs) -> u8 {
         Ok(rt) => rt,
         Err(e) => return crate::usage(&format!("cannot start the runtime: {e}")),
     };
-    let mut show = |e: Event| show(&e, json);
+    // Whether stdout ends mid-line (streamed text without its newline).
+    let mut open_line = false;
+    let mut show = |e: Event| {
+        if let Event::Text { text } = &e {
+            open_line = !text.ends_with('\n');
+        } else if !matches!(e, Event::Usage { .. }) {
+            open_line = false;
+        }
+        show(&e, json);
+    };
     let result = runtime.block_on(async {
         tokio::select! {
             r = run::run(&provider, &mut tools, session.as_mut(), messages, &config, &mut show) => Some(r),
             _ = tokio::signal::ctrl_c() => None,
         }
     });
+    if open_line && !json {
+        println!();
+    }
     let outcome = match result {
         None => {
             eprintln!(
