@@ -804,3 +804,103 @@ fn malformed_arguments_go_back_in_the_history_as_an_empty_object() {
     let call = &reqs[1].body["messages"][2]["tool_calls"][0]["function"]["arguments"];
     assert_eq!(call, "{}", "{}", reqs[1].body);
 }
+
+/// Each format's edit tool, through the whole loop: read, edit, answer.
+#[test]
+fn every_format_edits_through_the_loop() {
+    let diff = "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n";
+    let patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n one\n-two\n+2\n*** End Patch\n";
+    let cases: Vec<(&str, Value)> = vec![
+        (
+            "search-replace",
+            json!({"path": "a.txt", "old_string": "two", "new_string": "2"}),
+        ),
+        ("udiff", json!({"diff": diff})),
+        ("apply-patch", json!({"input": patch})),
+        (
+            "whole",
+            json!({"path": "a.txt", "content": "one\n2\nthree\n"}),
+        ),
+        (
+            "hashline",
+            json!({"path": "a.txt", "edits": [{"op": "replace", "start": "2:ANCHOR", "lines": ["2"]}]}),
+        ),
+    ];
+    for (format, args) in cases {
+        let dir = root_with(&[("a.txt", "one\ntwo\nthree\n")]);
+        let mut args = args.to_string();
+        if format == "hashline" {
+            // The anchor is whatever `lancet view` shows for line 2.
+            let view = Command::new(env!("CARGO_BIN_EXE_lancet"))
+                .args(["view", "--format", "hashline", "a.txt"])
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            let view = String::from_utf8_lossy(&view.stdout).to_string();
+            let anchor = view.lines().nth(1).unwrap().split('|').next().unwrap();
+            args = args.replace("2:ANCHOR", anchor.trim());
+        }
+        let server = LlmServer::start(vec![
+            Scripted::openai_turn("", &[("c1", "read", r#"{"path": "a.txt"}"#)]),
+            Scripted::openai_turn("", &[("c2", "edit", &args)]),
+            Scripted::openai_text("Done."),
+        ]);
+        let out = run(
+            dir.path(),
+            &[
+                "--base-url",
+                &server.openai_base_url(),
+                "-m",
+                "gpt-4o",
+                "-f",
+                format,
+                "--yes",
+                "--json",
+                "change two to 2",
+            ],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{format}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+            "one\n2\nthree\n",
+            "{format}"
+        );
+        assert_eq!(of(&events(&out), "edit").len(), 1, "{format}");
+    }
+}
+
+#[test]
+fn text_mode_udiff_in_the_reply() {
+    let dir = root_with(&[("a.txt", "one\ntwo\nthree\n")]);
+    let reply =
+        "Here:\n```diff\n--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n```\n";
+    let server = LlmServer::start(vec![
+        Scripted::openai_turn("", &[("c1", "read", r#"{"path": "a.txt"}"#)]),
+        Scripted::openai_text(reply),
+        Scripted::openai_text("Done."),
+    ]);
+    let out = run(
+        dir.path(),
+        &[
+            "--base-url",
+            &server.openai_base_url(),
+            "-m",
+            "gpt-4o",
+            "-f",
+            "udiff",
+            "--text-mode",
+            "--yes",
+            "x",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+        "one\n2\nthree\n"
+    );
+}
