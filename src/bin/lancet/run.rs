@@ -411,6 +411,15 @@ fn show(e: &Event, json: bool) {
     let _ = out.flush();
 }
 
+/// At most 200 characters of a server's answer, on one line.
+fn clip(body: &str) -> String {
+    let one: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
+    match one.char_indices().nth(200) {
+        Some((i, _)) => format!("{}…", &one[..i]),
+        None => one,
+    }
+}
+
 /// The provider gave up: what happened and what to do, exit 3.
 fn provider_failed(e: &ProviderError, s: &Settings) -> u8 {
     let what = match e {
@@ -426,7 +435,33 @@ fn provider_failed(e: &ProviderError, s: &Settings) -> u8 {
             "cannot reach {} ({msg}): is the server running, and is --base-url right?",
             s.base_url
         ),
-        other => format!("{other} (from {})", s.base_url),
+        ProviderError::ContextOverflow { .. } => format!(
+            "the conversation no longer fits {}'s context window, even after compaction: start a new session with a narrower task (or set context_window in the provider profile so lancet compacts earlier)",
+            s.model
+        ),
+        ProviderError::RateLimited { body } => format!(
+            "{} kept answering 429 (rate limited) through every retry ({}): wait a while and --resume, or check your plan's limits",
+            s.base_url,
+            clip(body)
+        ),
+        ProviderError::Server { status, body } => format!(
+            "{} kept failing with {status} through every retry ({}): the service is having trouble; try again later with --resume",
+            s.base_url,
+            clip(body)
+        ),
+        ProviderError::Refused { status, body } => format!(
+            "{} refused the request with {status} ({}): check the model name and the endpoint's API (--provider openai|anthropic)",
+            s.base_url,
+            clip(body)
+        ),
+        ProviderError::Timeout => format!(
+            "{} stopped sending anything (idle timeout): the server may be overloaded or the model too slow to load; try again with --resume",
+            s.base_url
+        ),
+        other => format!(
+            "{other} (from {}): is it an OpenAI-compatible or Anthropic endpoint? (--provider)",
+            s.base_url
+        ),
     };
     eprintln!("lancet: {what}");
     PROVIDER
