@@ -1214,6 +1214,9 @@ async fn run_command(
     cmd.process_group(0);
     let mut child = cmd.spawn()?;
     let pid = child.id();
+    // If this call is abandoned (Ctrl-C ends the run mid-command), the whole
+    // group goes with it, not only the shell.
+    let mut guard = GroupGuard(pid);
     let mut out = child.stdout.take();
     let mut err = child.stderr.take();
     let mut cap = Capture::new(max_output);
@@ -1262,6 +1265,7 @@ async fn run_command(
         }
     }
     let lingering = !timed_out && (out.is_some() || err.is_some());
+    guard.0 = None;
     #[cfg(unix)]
     let signal = status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s));
     #[cfg(not(unix))]
@@ -1273,6 +1277,22 @@ async fn run_command(
         timed_out,
         lingering,
     })
+}
+
+/// Kills a command's process group when dropped armed (its pid set).
+struct GroupGuard(Option<u32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        if let Some(pid) = self.0 {
+            let _ = std::process::Command::new("kill")
+                .args(["-s", "KILL", "--", &format!("-{pid}")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
 }
 
 /// Ends a command and everything in its process group: SIGTERM, a grace
@@ -2195,6 +2215,39 @@ mod tests {
             std::thread::sleep(Duration::from_millis(50));
         }
         panic!("background child {pid} survived the timeout");
+    }
+
+    /// Ctrl-C drops the run mid-command: the command's whole group ends too.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn an_abandoned_command_takes_its_group_with_it() {
+        let (dir, mut t) = setup(Format::SearchReplace);
+        let call = t.call(
+            "bash",
+            r#"{"command": "sleep 100 & echo $! > bg.pid; sleep 100"}"#,
+        );
+        assert!(
+            tokio::time::timeout(Duration::from_millis(500), call)
+                .await
+                .is_err()
+        );
+        let pid = get(&dir, "bg.pid").trim().to_owned();
+        let alive = || {
+            fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .is_some_and(|s| {
+                    s.rsplit(')')
+                        .next()
+                        .is_some_and(|r| !r.trim_start().starts_with('Z'))
+                })
+        };
+        for _ in 0..50 {
+            if !alive() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("background child {pid} survived its abandoned command");
     }
 
     #[cfg(unix)]
