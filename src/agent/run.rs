@@ -161,7 +161,7 @@ pub async fn run(
                 } else {
                     None
                 };
-                compacted(tools, &mut session, pruned, summary, on_event);
+                compacted(tools, &mut session, &messages, pruned, summary, on_event);
             }
         }
         turns += 1;
@@ -196,7 +196,7 @@ pub async fn run(
                 } else {
                     None
                 };
-                compacted(tools, &mut session, pruned, summary, on_event);
+                compacted(tools, &mut session, &messages, pruned, summary, on_event);
                 counted = None;
                 continue;
             }
@@ -353,6 +353,7 @@ async fn summarise(
 fn compacted(
     tools: &mut Tools,
     session: &mut Option<&mut Session>,
+    messages: &[Message],
     pruned: u64,
     summary: Option<String>,
     on_event: &mut (dyn FnMut(Event) + Send),
@@ -362,6 +363,7 @@ fn compacted(
         if let Some(s) = session.as_deref_mut() {
             let _ = s.record(&Entry::Compacted {
                 summary: summary.clone(),
+                messages: messages.to_vec(),
             });
         }
     }

@@ -36,10 +36,14 @@ pub enum Entry {
         /// The counts.
         usage: Usage,
     },
-    /// The conversation was compacted: earlier messages are replaced by this summary.
+    /// The conversation was compacted: everything before is replaced by
+    /// `messages` (the task and the summary).
     Compacted {
         /// The summary the model wrote.
         summary: String,
+        /// The conversation from here on (empty: the summary alone).
+        #[serde(default)]
+        messages: Vec<Message>,
     },
 }
 
@@ -74,7 +78,8 @@ impl Session {
     }
 
     /// Reopens the latest transcript of `root` for appending, with its messages
-    /// (a compaction replaces what came before it with its summary).
+    /// (a compaction replaces what came before it with the task and its
+    /// summary; tool calls an interrupted run never answered are dropped).
     pub fn resume_last(root: &Path) -> io::Result<Option<(Session, Vec<Message>)>> {
         let mut names: Vec<PathBuf> = match fs::read_dir(dir(root)) {
             Ok(rd) => rd
@@ -94,12 +99,27 @@ impl Session {
             // A line cut short by an interrupted run is skipped, not fatal.
             match serde_json::from_str::<Entry>(&line?) {
                 Ok(Entry::Message { message }) => messages.push(message),
-                Ok(Entry::Compacted { summary }) => {
-                    messages.clear();
-                    messages.push(Message::user(summary));
+                Ok(Entry::Compacted {
+                    summary,
+                    messages: restart,
+                }) => {
+                    messages = if restart.is_empty() {
+                        vec![Message::user(summary)]
+                    } else {
+                        restart
+                    };
                 }
                 _ => {}
             }
+        }
+        // A run interrupted between a model's calls and their results leaves
+        // calls nobody answered, which no provider accepts: they are dropped.
+        if messages.last().is_some_and(|m| {
+            m.blocks
+                .iter()
+                .any(|b| matches!(b, crate::agent::types::Block::ToolCall { .. }))
+        }) {
+            messages.pop();
         }
         let id = path
             .file_stem()
@@ -157,6 +177,7 @@ mod tests {
         later
             .record(&Entry::Compacted {
                 summary: "summary".into(),
+                messages: vec![Message::user("task"), Message::user("summary")],
             })
             .unwrap();
         later
@@ -174,6 +195,30 @@ mod tests {
         let (resumed, messages) = Session::resume_last(dir.path()).unwrap().unwrap();
         assert_eq!(resumed.id(), later.id());
         let texts: Vec<String> = messages.iter().map(Message::text).collect();
-        assert_eq!(texts, ["summary", "after"]);
+        assert_eq!(texts, ["task", "summary", "after"]);
+    }
+
+    #[test]
+    fn unanswered_calls_are_dropped_on_resume() {
+        use crate::agent::types::{Block, Role};
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Session::create(dir.path(), 1).unwrap();
+        s.record(&Entry::Message {
+            message: Message::user("task"),
+        })
+        .unwrap();
+        s.record(&Entry::Message {
+            message: Message {
+                role: Role::Assistant,
+                blocks: vec![Block::ToolCall {
+                    id: "c1".into(),
+                    name: "bash".into(),
+                    arguments: "{}".into(),
+                }],
+            },
+        })
+        .unwrap();
+        let (_, messages) = Session::resume_last(dir.path()).unwrap().unwrap();
+        assert_eq!(messages, [Message::user("task")]);
     }
 }
