@@ -17,7 +17,7 @@ use std::ops::Range;
 
 use serde_json::Value;
 
-use super::udiff::HunkLine;
+use super::udiff::{HunkLine, removed_lines_hold};
 use super::{
     Action, EditFormat, EditOp, FileChange, ParseError, Patch, Resolution, ResolveContext,
 };
@@ -422,26 +422,6 @@ fn locate_in(
             },
             other => other,
         })
-}
-
-/// Whether the `-` lines of a fuzzy match are the file's lines up to
-/// whitespace and Unicode folding: a chunk never deletes a line it misquotes.
-fn removed_lines_hold(doc: &Document, lines: &[HunkLine], m: &Match) -> bool {
-    let mut i = 0;
-    for l in lines {
-        match l {
-            HunkLine::Context(_) => i += 1,
-            HunkLine::Remove(t) => {
-                let aligned = m.alignment.get(i).copied().flatten();
-                if !aligned.is_some_and(|d| matcher::same_up_to_unicode(t, doc.line(d))) {
-                    return false;
-                }
-                i += 1;
-            }
-            HunkLine::Add(_) => {}
-        }
-    }
-    true
 }
 
 fn resolve_chunk(

@@ -778,8 +778,9 @@ fn choose(
 }
 
 /// Whether the `-` lines of a fuzzy match are the file's lines up to
-/// whitespace and Unicode folding: a diff never deletes a line it misquotes.
-fn removed_lines_hold(doc: &Document, lines: &[HunkLine], m: &Match) -> bool {
+/// whitespace and Unicode folding: a diff (or an apply_patch chunk) never
+/// deletes a line it misquotes.
+pub(super) fn removed_lines_hold(doc: &Document, lines: &[HunkLine], m: &Match) -> bool {
     let mut i = 0;
     for l in lines {
         match l {
