@@ -1,12 +1,15 @@
 //! The syntax guard: an edit that turns valid code into broken code is caught
 //! before it reaches disk (feature `syntax`).
 //!
-//! The file is parsed with tree-sitter before and after the edit, and only
-//! errors the edit **introduced** count: the tree of the old text is moved
-//! through the edit (tree-sitter's `InputEdit`, from a line diff of the two
-//! texts), so an error that was already there and merely shifted is matched
-//! to itself; the new text is then parsed incrementally from that tree. A file
-//! that was already broken can still be edited.
+//! Only errors the edit **introduced** count. The usual case is cheap: the
+//! top-level items around the edit are parsed on their own, before and after;
+//! if both are clean the edit broke nothing. Otherwise both whole files are
+//! parsed (the new one incrementally, from the old tree moved through the
+//! edit with tree-sitter's `InputEdit`) and their innermost ERROR/MISSING
+//! nodes compared: the old errors' positions are mapped through a line diff,
+//! so an error that merely moved is matched to itself. A file that was
+//! already broken can still be edited; in one, only errors on the edited
+//! lines can be new.
 //!
 //! Languages come from a small registry keyed by file extension (`.py`,
 //! `.pyi`, `.rs`); grammars are built once per process. Unknown extensions
