@@ -543,6 +543,32 @@ mod tests {
         assert!(new_errors("m.rs", broken, &edited).is_empty());
     }
 
+    /// Breakages whose cause sits inside the edited item but whose effect
+    /// runs past it: the fast path must not let them through.
+    #[test]
+    fn the_fast_path_misses_nothing_that_spills_out() {
+        let py = "class A:\n    def a(self):\n        return 1\n\n\ndef b():\n    return 2\n";
+        for broken in [
+            py.replace("        return 1", "        return \"\"\"1"),
+            py.replace("        return 1", "        return (1"),
+            py.replace("        return 1\n", ""),
+            py.replace("    return 2", "return 2"),
+            format!("{py}@decorator\n"),
+        ] {
+            assert!(!new_errors("a.py", py, &broken).is_empty(), "{broken}");
+        }
+        let rs = "impl A {\n    fn a() {}\n}\n\nfn b() {}\n";
+        for broken in [
+            rs.replace("}\n\n", "\n\n"),
+            rs.replace("fn a() {}", "fn a() { /* }"),
+            rs.replace("fn a() {}", "fn a() { r#\" }"),
+        ] {
+            assert!(!new_errors("m.rs", rs, &broken).is_empty(), "{broken}");
+        }
+        // And a valid edit stays valid.
+        assert!(new_errors("a.py", py, &py.replace("return 1", "return 11")).is_empty());
+    }
+
     #[test]
     fn unknown_languages_are_not_checked() {
         assert_eq!(
