@@ -81,6 +81,11 @@ fn grammar(path: &str) -> Option<&'static Grammar> {
 /// edit broke nothing. Otherwise both whole files are parsed and their errors
 /// compared (see [`new_issues`]).
 pub(crate) fn check(path: &str, before: Option<&Document>, after: &Document) -> Verdict {
+    check_with(path, before, after, true)
+}
+
+/// [`check`], with the fast path on or off (off: always the whole files).
+fn check_with(path: &str, before: Option<&Document>, after: &Document, fast: bool) -> Verdict {
     let Some(grammar) = grammar(path) else {
         return Verdict::UnknownLanguage;
     };
@@ -100,7 +105,7 @@ pub(crate) fn check(path: &str, before: Option<&Document>, after: &Document) -> 
         }
         None => Vec::new(),
     };
-    if let Some(b) = before {
+    if let Some(b) = before.filter(|_| fast) {
         if let Some((old, new)) = around_edit(grammar, b, after, &runs) {
             if clean(grammar, &mut parser, &old) && clean(grammar, &mut parser, &new) {
                 return Verdict::Checked(Vec::new());
@@ -568,6 +573,76 @@ mod tests {
         // And a valid edit stays valid.
         assert!(new_errors("a.py", py, &py.replace("return 1", "return 11")).is_empty());
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+        /// The fast path says "clean" only when the whole files agree.
+        #[test]
+        fn the_fast_path_agrees_with_the_whole_files(
+            rust in proptest::bool::ANY,
+            edits in proptest::collection::vec((0usize..40, 0usize..16, proptest::bool::ANY), 1..4),
+        ) {
+            let (path, base, pool): (&str, &str, &[&str]) = if rust {
+                ("m.rs", RS_BASE, RS_POOL)
+            } else {
+                ("a.py", PY_BASE, PY_POOL)
+            };
+            let mut lines: Vec<String> = base.lines().map(str::to_owned).collect();
+            for (at, pick, insert) in edits {
+                let at = at % lines.len();
+                let new = pool[pick % pool.len()].to_owned();
+                if insert { lines.insert(at, new) } else { lines[at] = new }
+            }
+            let after = Document::from_text(&(lines.join("\n") + "\n"));
+            let before = Document::from_text(base);
+            let fast = check_with(path, Some(&before), &after, true);
+            let full = check_with(path, Some(&before), &after, false);
+            let clean = |v: &Verdict| matches!(v, Verdict::Checked(i) if i.is_empty());
+            proptest::prop_assert!(
+                !clean(&fast) || clean(&full),
+                "fast path passed a breakage:\n{}\n{:?}", after.text(), full
+            );
+        }
+    }
+
+    const PY_BASE: &str = "import os\n\n\nclass A:\n    x = 1\n\n    def a(self, y):\n        if y:\n            return [\n                y,\n            ]\n        return None\n\n\n@staticmethod\ndef b():\n    s = \"\"\"doc\nstring\n\"\"\"\n    return s\n\n\nif __name__ == \"__main__\":\n    b()\nelse:\n    pass\n";
+    const PY_POOL: &[&str] = &[
+        "",
+        "x = 1",
+        "    y = 2",
+        "        z = 3",
+        "def f():",
+        "    def g(self):",
+        "return (1",
+        "    )",
+        "\"\"\"",
+        "    '''",
+        "else:",
+        "    elif x:",
+        "@dec",
+        "]",
+        "class C:",
+        "    pass",
+    ];
+    const RS_BASE: &str = "use std::fmt;\n\n/// Doc.\n#[derive(Debug)]\npub struct A {\n    x: u32,\n}\n\nimpl A\nwhere\n    Self: Sized,\n{\n    fn a(&self) -> u32 {\n        let s = r#\"raw\nfn fake() {\n\"#;\n        self.x\n    }\n}\n\nfn b() {\n    let v = vec![\n        1,\n    ];\n}\n";
+    const RS_POOL: &[&str] = &[
+        "",
+        "}",
+        "{",
+        "fn c() {}",
+        "    let y = 2;",
+        "    let z = (3;",
+        "/*",
+        "*/",
+        "r#\"",
+        "\"#;",
+        "where",
+        "#[test]",
+        "impl B {",
+        "    x: u32,",
+        "]",
+        "// c",
+    ];
 
     #[test]
     fn unknown_languages_are_not_checked() {
