@@ -2,8 +2,8 @@
 //! before it reaches disk (feature `syntax`).
 //!
 //! Only errors the edit **introduced** count. The usual case is cheap: the
-//! top-level items around the edit are parsed on their own, before and after;
-//! if both are clean the edit broke nothing. Otherwise both whole files are
+//! top-level items around each change are parsed on their own, before and
+//! after; if all are clean the edit broke nothing. Otherwise both whole files are
 //! parsed (the new one incrementally, from the old tree moved through the
 //! edit with tree-sitter's `InputEdit`) and their innermost ERROR/MISSING
 //! nodes compared: the old errors' positions are mapped through a line diff,
@@ -17,6 +17,7 @@
 //! tree-sitter type leaves this module.
 
 use std::collections::HashSet;
+use std::ops::Range;
 use std::sync::LazyLock;
 
 use tree_sitter::{InputEdit, Language, Node, Parser, Point, Tree};
@@ -106,10 +107,13 @@ fn check_with(path: &str, before: Option<&Document>, after: &Document, fast: boo
         None => Vec::new(),
     };
     if let Some(b) = before.filter(|_| fast) {
-        if let Some((old, new)) = around_edit(grammar, b, after, &runs) {
-            if clean(grammar, &mut parser, &old) && clean(grammar, &mut parser, &new) {
-                return Verdict::Checked(Vec::new());
-            }
+        let slices = around_edits(grammar, b, after, &runs);
+        if !slices.is_empty()
+            && slices.iter().all(|(old, new)| {
+                clean(grammar, &mut parser, old) && clean(grammar, &mut parser, new)
+            })
+        {
+            return Verdict::Checked(Vec::new());
         }
     }
     // The whole files: the old one first, so the new one parses incrementally.
@@ -227,33 +231,56 @@ fn edited_rows(after: &Document, runs: Option<&[splice::DiffRun]>) -> Vec<bool> 
     rows
 }
 
-/// The top-level items around the edit, before and after: from the last line
-/// that starts an item above the first change to the first line that starts
-/// one below the last change (`None`: nothing changed).
-fn around_edit(
+/// The top-level items around each change, before and after: from the last
+/// line that starts an item above the change to the first that starts one
+/// below it. Changes with no item start between them share one slice.
+fn around_edits(
     grammar: &Grammar,
     before: &Document,
     after: &Document,
     runs: &[splice::DiffRun],
-) -> Option<(Document, Document)> {
-    let first = runs.iter().find(|r| !r.equal)?;
-    let last = runs.iter().rev().find(|r| !r.equal)?;
-    // The lines above the first change are the same in both texts, as are
-    // the lines below the last one.
-    let top = (0..first.old.start)
-        .rev()
-        .find(|&i| (grammar.starts_item)(before.line(i)))
-        .unwrap_or(0);
-    let below = before.line_count() - last.old.end;
-    let tail = (0..below)
-        .find(|&k| (grammar.starts_item)(before.line(last.old.end + k)))
-        .unwrap_or(below);
+) -> Vec<(Document, Document)> {
+    // Lines of an unchanged run are the same in both texts: a line found in
+    // `before` is at the same offset of the run in `after`.
+    let starter = |e: &splice::DiffRun, k: usize| {
+        (grammar.starts_item)(before.line(k)).then_some((k, e.new.start + (k - e.old.start)))
+    };
+    let mut spans: Vec<(Range<usize>, Range<usize>)> = Vec::new();
+    let mut open: Option<(usize, usize)> = None;
+    for (i, r) in runs.iter().enumerate() {
+        if r.equal {
+            continue;
+        }
+        if open.is_none() {
+            let above = i
+                .checked_sub(1)
+                .map(|j| &runs[j])
+                .filter(|e| e.equal)
+                .and_then(|e| e.old.clone().rev().find_map(|k| starter(e, k)));
+            open = Some(match above {
+                Some(p) => p,
+                // No item starts since the previous slice: extend it.
+                None => spans.pop().map_or((0, 0), |(o, n)| (o.start, n.start)),
+            });
+        }
+        let below = runs
+            .get(i + 1)
+            .filter(|e| e.equal)
+            .and_then(|e| e.old.clone().find_map(|k| starter(e, k)));
+        if let (Some((eo, en)), Some((so, sn))) = (below, open) {
+            spans.push((so..eo, sn..en));
+            open = None;
+        }
+    }
+    if let Some((so, sn)) = open {
+        spans.push((so..before.line_count(), sn..after.line_count()));
+    }
     let slice =
-        |doc: &Document, end: usize| Document::from_text(&doc.text()[doc.byte_range(top..end)]);
-    Some((
-        slice(before, last.old.end + tail),
-        slice(after, last.new.end + tail),
-    ))
+        |doc: &Document, r: Range<usize>| Document::from_text(&doc.text()[doc.byte_range(r)]);
+    spans
+        .into_iter()
+        .map(|(o, n)| (slice(before, o), slice(after, n)))
+        .collect()
 }
 
 /// Whether `doc` parses without errors (and passes the language's extra check).
