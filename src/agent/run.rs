@@ -141,12 +141,16 @@ pub async fn run(
     // messages it held (what came after is estimated).
     let mut counted: Option<(u64, usize)> = None;
     let mut overflows = 0;
+    let mut proactive = true;
     let ending = loop {
         if turns >= config.max_turns {
             break Ending::MaxTurns;
         }
         // (A lone task cannot be compacted: there is nothing to summarise.)
-        if let Some(window) = config.context_window.filter(|_| messages.len() > 1) {
+        if let Some(window) = config
+            .context_window
+            .filter(|_| proactive && messages.len() > 1)
+        {
             let used = match counted {
                 Some((tokens, n)) if n <= messages.len() => {
                     tokens + context::estimate_messages("", &messages[n..])
@@ -162,6 +166,11 @@ pub async fn run(
                     None
                 };
                 compacted(tools, &mut session, &messages, pruned, summary, on_event);
+                // When even the restarted conversation is over the limit
+                // (a system prompt too big for the window), compacting again
+                // every turn cannot help: overflows from the provider still
+                // compact.
+                proactive = context::estimate_messages(&config.system, &messages) <= limit;
             }
         }
         turns += 1;

@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::llm_server::{LlmServer, Scripted};
+use crate::llm_server::{LlmServer, OpenAiDelta, Scripted};
 
 fn run(root: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_lancet"))
@@ -151,4 +151,61 @@ fn a_known_window_compacts_before_the_request_overflows() {
             .to_string()
             .contains("line 1199 of a long file")
     );
+}
+
+/// A window smaller than the system prompt: one summary, then no more
+/// compaction every turn (it could not help).
+#[test]
+fn a_hopelessly_small_window_is_not_compacted_every_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "x\n").unwrap();
+    let read = json!({"path": "a.txt"}).to_string();
+    // A call whose request the server counts at 2,000 prompt tokens.
+    let big_read = |id: &str| {
+        Scripted::openai(vec![
+            OpenAiDelta::Role,
+            OpenAiDelta::ToolStart {
+                index: 0,
+                id: id.to_owned(),
+                name: "read".to_owned(),
+            },
+            OpenAiDelta::ToolArgs {
+                index: 0,
+                fragment: read.clone(),
+            },
+            OpenAiDelta::Finish("tool_calls".to_owned()),
+            OpenAiDelta::Usage {
+                prompt: 2000,
+                completion: 5,
+            },
+        ])
+    };
+    let server = LlmServer::start(vec![
+        big_read("c1"),
+        Scripted::openai_text("Summary: a.txt holds x."),
+        big_read("c2"),
+        Scripted::openai_text("It holds x."),
+    ]);
+    std::fs::write(
+        dir.path().join(".lancet.toml"),
+        format!(
+            "provider = \"tiny\"\nmodel = \"gpt-4o\"\n[providers.tiny]\nwire = \"openai\"\nbase_url = \"{}\"\ncontext_window = 100\n",
+            server.openai_base_url()
+        ),
+    )
+    .unwrap();
+    let out = run(dir.path(), &["--yes", "--json", "what is in a.txt?"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summaries = server
+        .requests()
+        .iter()
+        .filter(|r| r.body["messages"].to_string().contains("Summarise"))
+        .count();
+    assert_eq!(summaries, 1);
+    assert_eq!(server.remaining(), 0);
 }
