@@ -8,15 +8,15 @@
 //! since) they are estimated at four bytes a token.
 
 use super::types::{Block, Message, Role};
+use super::words;
+
+pub use super::words::PRUNED;
 
 /// Tool outputs in the most recent messages are never pruned.
 pub const KEEP_RECENT: usize = 4;
 
 /// Outputs shorter than this are not worth pruning.
 const PRUNE_OVER: usize = 400;
-
-/// What a pruned output says instead.
-pub const PRUNED: &str = "[output pruned to save context; call the tool again if you need it]";
 
 /// A rough token count for text: four bytes a token.
 pub fn estimate(text: &str) -> u64 {
@@ -60,30 +60,21 @@ pub fn prune(messages: &mut [Message]) -> u64 {
 /// The request that asks the model for a summary: the conversation as plain
 /// text (so it fits any wire's rules on message order), then the question.
 pub fn summary_request(messages: &[Message]) -> Message {
-    let mut text = String::from("Here is a coding session so far:\n\n");
+    let mut text = String::from(words::TRANSCRIPT_INTRO);
     for m in messages {
-        let who = match m.role {
-            Role::User => "USER",
-            Role::Assistant => "ASSISTANT",
-        };
         for b in &m.blocks {
             let line = match b {
-                Block::Text { text } => format!("{who}: {text}"),
+                Block::Text { text } => words::transcript_text(m.role, text),
                 Block::ToolCall {
                     name, arguments, ..
-                } => format!("{who} called {name} {}", clip(arguments, 2000)),
-                Block::ToolResult { content, .. } => format!("RESULT: {}", clip(content, 2000)),
+                } => words::transcript_call(m.role, name, &clip(arguments, 2000)),
+                Block::ToolResult { content, .. } => words::transcript_result(&clip(content, 2000)),
             };
             text.push_str(&line);
             text.push('\n');
         }
     }
-    text.push_str(
-        "\nThe conversation is too long to continue. Summarise it for yourself so you can \
-         carry on: the task, what you found, the decisions you made and why, every file you \
-         read or changed and its state now, and what remains to do. Be concise; keep exact \
-         names, paths and commands.",
-    );
+    text.push_str(words::SUMMARY_QUESTION);
     Message::user(text)
 }
 
@@ -99,11 +90,7 @@ pub fn restart(messages: &[Message], summary: &str) -> Vec<Message> {
             out.push(last.clone());
         }
     }
-    out.push(Message::user(format!(
-        "Earlier work on this task was summarised to save context:\n\n{}\n\nContinue the task. \
-         Read a file again before you edit it.",
-        summary.trim()
-    )));
+    out.push(Message::user(words::restart(summary)));
     out
 }
 
@@ -115,7 +102,7 @@ fn clip(s: &str, max: usize) -> String {
     while !s.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}… [{} more bytes]", &s[..end], s.len() - end)
+    words::clipped(&s[..end], s.len() - end)
 }
 
 #[cfg(test)]

@@ -8,6 +8,8 @@
 //! - `tools`: read, write, edit (the engine, in the chosen edit format), bash,
 //!   grep, glob, list; every path through the [`Workspace`](crate::Workspace).
 //! - `permissions`: deny beats ask beats allow.
+//! - `words`: every word the agent writes for the model (system prompt,
+//!   tool descriptions and results, compaction notes), snapshot-tested.
 //!
 //! Nothing here is reachable without the `agent` feature; the engine builds
 //! and is tested without it.
@@ -22,3 +24,4 @@ pub mod run;
 pub mod session;
 pub mod tools;
 pub mod types;
+pub(crate) mod words;

@@ -17,6 +17,9 @@ use super::recover;
 use super::session::{Entry, Session};
 use super::tools::{Refusal, ToolOutcome, Tools};
 use super::types::{Block, Message, ProviderError, Request, Role, StreamEvent, Usage};
+use super::words;
+
+pub use super::words::system_prompt;
 
 /// The same failing call (tool and arguments) this many times ends the run.
 pub const REPEAT_LIMIT: usize = 3;
@@ -401,48 +404,6 @@ fn repeated(failures: &mut HashMap<(String, String), usize>, name: &str, argumen
         .or_insert(0);
     *n += 1;
     *n >= REPEAT_LIMIT
-}
-
-/// The words the loop itself adds to the conversation.
-mod words {
-    /// A recovered text call's result, as a user message.
-    pub(super) fn text_call_result(
-        name: &str,
-        arguments: &str,
-        content: &str,
-        is_error: bool,
-    ) -> String {
-        let status = if is_error { " failed" } else { "" };
-        format!("Result of your `{name}` call {arguments}{status}:\n{content}")
-    }
-}
-
-/// The system prompt: the role, how to work, the edit format's instructions,
-/// and the project's `AGENTS.md` when there is one.
-pub fn system_prompt(instructions: &str, text_mode: bool, agents_md: Option<&str>) -> String {
-    let mut out = String::from(
-        "You are a coding agent working in a software project. Use the tools to read files, \
-         search, run commands and make changes; read a file before you edit it. Make the \
-         smallest change that does the task, check it (run the tests when there are any), \
-         and when the task is done, answer with a short summary and no tool call.\n\n",
-    );
-    if text_mode {
-        out.push_str(
-            "To change a file, write the edit in your reply in the format below; it is \
-             applied when your reply ends, and you are told the result.\n\n",
-        );
-    } else {
-        out.push_str(
-            "To change a file, call the `edit` tool; its input uses the format below.\n\n",
-        );
-    }
-    out.push_str(instructions.trim_end());
-    if let Some(agents) = agents_md.map(str::trim).filter(|a| !a.is_empty()) {
-        out.push_str("\n\n# Project instructions (AGENTS.md)\n\n");
-        out.push_str(agents);
-    }
-    out.push('\n');
-    out
 }
 
 #[cfg(test)]

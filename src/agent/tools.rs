@@ -29,10 +29,11 @@
 //! (stdout and stderr interleaved as they arrive) is kept head and tail
 //! within a byte budget, so a flood costs bounded memory.
 //!
-//! Owns: the tools' arguments, schemas and result words (in the private
-//! `words` module, the one place in the agent that phrases tool results; the
-//! engine's own words come from [`crate::feedback`]). Does not own: the loop,
-//! or deciding what is allowed ([`permissions`](super::permissions)).
+//! Owns: the tools' arguments and what they do. Does not own: the words the
+//! model reads — descriptions, schemas, results, refusals — which live in
+//! the agent's `words` module (the engine's own words come from
+//! [`crate::feedback`]); the loop; or deciding what is allowed
+//! ([`permissions`](super::permissions)).
 
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
@@ -47,6 +48,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::permissions::{Answer, Decision, Denial, Permissions, Prompter, Question};
 use super::types::ToolSpec;
+use super::words;
 use crate::report::{ApplyReport, EditError, FileReport, FileStatus};
 use crate::workspace::{Change, Workspace, WorkspaceError, content_hash};
 use crate::{ApplyOptions, Document, Format, ParseError, Patch, feedback, render_unified};
@@ -56,13 +58,13 @@ const MAX_LINE_CHARS: usize = 2000;
 /// Longest line `grep` shows, in characters.
 const GREP_LINE_CHARS: usize = 300;
 /// Most matching lines `grep` returns.
-const GREP_MAX: usize = 200;
+pub(crate) const GREP_MAX: usize = 200;
 /// Files larger than this are not searched by `grep`.
 const GREP_MAX_FILE: u64 = 8 << 20;
 /// Most paths `glob` returns.
-const GLOB_MAX: usize = 500;
+pub(crate) const GLOB_MAX: usize = 500;
 /// Most entries `list` returns.
-const LIST_MAX: usize = 1000;
+pub(crate) const LIST_MAX: usize = 1000;
 /// How long a command's output is still read after it exits (background
 /// processes may hold the pipe open).
 const DRAIN: Duration = Duration::from_millis(300);
@@ -164,7 +166,7 @@ pub enum Refusal {
 
 /// The tools, as one closed set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Tool {
+pub(crate) enum Tool {
     Read,
     Write,
     Edit,
@@ -175,7 +177,7 @@ enum Tool {
 }
 
 impl Tool {
-    const ALL: [Tool; 7] = [
+    pub(crate) const ALL: [Tool; 7] = [
         Tool::Read,
         Tool::Write,
         Tool::Edit,
@@ -185,7 +187,7 @@ impl Tool {
         Tool::List,
     ];
 
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Tool::Read => "read",
             Tool::Write => "write",
@@ -717,7 +719,7 @@ impl Tools {
     async fn bash(&mut self, a: BashArgs) -> ToolOutcome {
         let command = a.command.trim();
         if command.is_empty() {
-            return ToolOutcome::error(words::bad_arguments(Tool::Bash, "`command` is empty"));
+            return ToolOutcome::error(words::bad_arguments(Tool::Bash, words::EMPTY_COMMAND));
         }
         if let Err(o) = self.gate(Tool::Bash, command, command) {
             return *o;
@@ -993,7 +995,7 @@ fn parse_args(arguments: &str) -> Result<Value, String> {
     if t.is_empty() {
         return Ok(json!({}));
     }
-    let v: Value = serde_json::from_str(t).map_err(|e| format!("not valid JSON ({e})"))?;
+    let v: Value = serde_json::from_str(t).map_err(|e| words::not_json(&e))?;
     // Some models send the arguments object encoded once more, as a JSON string.
     if let Value::String(s) = &v {
         if let Ok(inner @ Value::Object(_)) = serde_json::from_str::<Value>(s) {
@@ -1003,7 +1005,7 @@ fn parse_args(arguments: &str) -> Result<Value, String> {
     if v.is_object() {
         Ok(v)
     } else {
-        Err("not a JSON object".to_owned())
+        Err(words::NOT_AN_OBJECT.to_owned())
     }
 }
 
@@ -1018,7 +1020,7 @@ fn typed<T: DeserializeOwned>(tool: Tool, args: Value) -> Result<T, Box<ToolOutc
 
 /// A whole number, also when a model writes it as a string (`"10"`).
 fn count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    let bad = || D::Error::custom("expected a whole number");
+    let bad = || D::Error::custom(words::NOT_A_COUNT);
     match Option::<Value>::deserialize(d)? {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => n
@@ -1045,7 +1047,7 @@ fn flag<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(b)),
         Some(Value::String(s)) if s == "true" || s == "false" => Ok(Some(s == "true")),
-        Some(_) => Err(D::Error::custom("expected true or false")),
+        Some(_) => Err(D::Error::custom(words::NOT_A_FLAG)),
     }
 }
 
@@ -1104,14 +1106,17 @@ struct ListArgs {
 
 /// What a command did.
 #[derive(Debug)]
-struct Run {
-    output: String,
+pub(crate) struct Run {
+    /// What it wrote (stdout and stderr interleaved, cut to the budget).
+    pub(crate) output: String,
     /// The exit code; `None` when a signal ended it.
-    code: Option<i32>,
-    signal: Option<i32>,
-    timed_out: bool,
+    pub(crate) code: Option<i32>,
+    /// The signal that ended it, if one did.
+    pub(crate) signal: Option<i32>,
+    /// Whether the timeout ended it.
+    pub(crate) timed_out: bool,
     /// Processes it left in the background still held its output open.
-    lingering: bool,
+    pub(crate) lingering: bool,
 }
 
 /// The first and last bytes of a stream, within a budget.
@@ -1329,473 +1334,6 @@ async fn signal_group(signal: &str, pgid: u32) {
     if direct.is_err() {
         let script = format!("kill -s {signal} -- {group}");
         let _ = run("sh", &["-c", &script]).status().await;
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Words
-
-/// Every word a tool result or a tool description says (besides the engine's
-/// feedback), in one place so a change of wording is one diff.
-mod words {
-    use std::fmt::Write as _;
-
-    use super::*;
-
-    /// A tool's description and argument schema.
-    pub(super) fn spec(tool: Tool, c: &ToolsConfig) -> ToolSpec {
-        let (description, parameters) = match tool {
-            Tool::Read => (read_description(c), json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "File path relative to the project root."},
-                    "offset": {"type": "integer", "minimum": 1, "description": "First line to show (1-based; default 1)."},
-                    "limit": {"type": "integer", "minimum": 1, "description": format!("Most lines to show (default and maximum {}).", c.read_lines)},
-                },
-                "required": ["path"],
-            })),
-            Tool::Write => (
-                format!(
-                    "Create a new file with the given content (missing directories are created). It refuses a file that already exists: to change an existing file, read it and {}. `content` is the complete file text.",
-                    if c.text_mode { "write the edit in your reply" } else { "use edit" }
-                ),
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "path": {"type": "string", "description": "New file's path relative to the project root."},
-                        "content": {"type": "string", "description": "The file's full content."},
-                    },
-                    "required": ["path", "content"],
-                }),
-            ),
-            Tool::Edit => edit_spec(c.format),
-            Tool::Bash => (
-                format!(
-                    "Run a shell command with `sh -c` in the project root and return its output (stdout and stderr together; when long, the start and the end are kept) and exit code. Timeout: {} s unless `timeout_secs` says otherwise (at most {} s); on timeout the command and every process it started are killed. Stdin is empty, so nothing interactive works. Use it to build, test, run and inspect; use read, grep, glob and list to read and search files, and edit or write to change them.",
-                    c.bash_timeout.as_secs(),
-                    c.bash_max_timeout.as_secs()
-                ),
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "command": {"type": "string", "description": "The command line."},
-                        "timeout_secs": {"type": "integer", "minimum": 1, "description": "Seconds before it is killed."},
-                    },
-                    "required": ["command"],
-                }),
-            ),
-            Tool::Grep => (
-                format!(
-                    "Search file contents under the project root with a regular expression (Rust regex syntax: escape ( [ {{ . * + ? | with \\ to match them literally). Files ignored by .gitignore, binary files and .git/ are skipped. Returns matching lines as `path:line: text`, at most {GREP_MAX}."
-                ),
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "pattern": {"type": "string", "description": "The regular expression."},
-                        "path": {"type": "string", "description": "File or directory to search (default: the whole project)."},
-                        "glob": {"type": "string", "description": "Only files matching this glob, e.g. `*.rs` (any depth) or `src/**/*.py`."},
-                        "ignore_case": {"type": "boolean", "description": "Match without regard to case."},
-                    },
-                    "required": ["pattern"],
-                }),
-            ),
-            Tool::Glob => (
-                format!(
-                    "Find files by path pattern: `**` matches any directories, `*` any characters but `/`, `?` one character, `[abc]` and `{{a,b}}` alternatives. A pattern without `/` matches file names at any depth (`*.rs`). Returns paths relative to the project root, sorted, at most {GLOB_MAX}; files ignored by .gitignore are left out."
-                ),
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "pattern": {"type": "string", "description": "The glob, e.g. `src/**/*.rs`."},
-                        "path": {"type": "string", "description": "Directory to search under (default: the project root); the pattern is relative to it."},
-                    },
-                    "required": ["pattern"],
-                }),
-            ),
-            Tool::List => (
-                "List one directory's entries (default: the project root), sorted; directories end with `/`. Entries ignored by .gitignore are left out.".to_owned(),
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "path": {"type": "string", "description": "Directory relative to the project root."},
-                    },
-                }),
-            ),
-        };
-        ToolSpec {
-            name: tool.name().to_owned(),
-            description,
-            parameters,
-        }
-    }
-
-    fn read_description(c: &ToolsConfig) -> String {
-        let prefix = if c.format == Format::Hashline {
-            "`LINE:HASH|text`, where `LINE:HASH` (e.g. `12:ZPM`) is the anchor the edit tool takes"
-        } else {
-            "`N | text`, its line number"
-        };
-        format!(
-            "Read a text file under the project root. Shows up to {} lines from `offset` (1-based, default 1), each prefixed with {prefix}; the prefix is not part of the file. When the file has more lines, the last line says how to read on. A file must be read before it is edited, and read again when it changed since.",
-            c.read_lines
-        )
-    }
-
-    fn edit_spec(format: Format) -> (String, Value) {
-        let path =
-            json!({"type": "string", "description": "File path relative to the project root."});
-        match format {
-            Format::Hashline => (
-                "Edit a file you have read, by the LINE:HASH anchors read shows (e.g. `12:ZPM`). `edits` is a list of operations: `replace` lines `start` through `end` (end defaults to start) with `lines`; `delete` lines `start` through `end`; `insert_after` or `insert_before` the line `anchor` the `lines`; `set_file` (the whole content is `lines`); `delete_file`. `lines` are the new lines without any prefix. Every anchor refers to the file as you read it; the edits apply together, all or none.".to_owned(),
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "path": path,
-                        "edits": {
-                            "type": "array",
-                            "items": {
-                                "type": "object",
-                                "properties": {
-                                    "op": {"type": "string", "enum": ["replace", "delete", "insert_after", "insert_before", "set_file", "delete_file"]},
-                                    "start": {"type": "string", "description": "First line's anchor (replace, delete)."},
-                                    "end": {"type": "string", "description": "Last line's anchor (replace, delete; default: start)."},
-                                    "anchor": {"type": "string", "description": "The line to insert after or before."},
-                                    "lines": {"type": "array", "items": {"type": "string"}, "description": "The new lines."},
-                                },
-                                "required": ["op"],
-                            },
-                        },
-                    },
-                    "required": ["path", "edits"],
-                }),
-            ),
-            Format::UnifiedDiff => (
-                "Change files you have read with a unified diff, as `diff -u` or `git diff` write it: `--- a/PATH` and `+++ b/PATH`, then hunks `@@ -START,COUNT +START,COUNT @@` of context lines (starting with a space), removed lines (`-`) and added lines (`+`). Context and removed lines must match the file. One diff may hold several files and hunks; they apply together, all or none. A new file: `--- /dev/null`.".to_owned(),
-                json!({
-                    "type": "object",
-                    "properties": {"diff": {"type": "string", "description": "The unified diff."}},
-                    "required": ["diff"],
-                }),
-            ),
-            Format::ApplyPatch => (
-                "Change files with a patch: `*** Begin Patch`, then per file `*** Update File: PATH` with `@@` sections of context lines (a space), removed lines (`-`) and added lines (`+`); `*** Add File: PATH` with `+` lines; `*** Delete File: PATH`; `*** Move to: PATH` after an update header; then `*** End Patch`. Files you update must have been read. Everything applies together, all or none.".to_owned(),
-                json!({
-                    "type": "object",
-                    "properties": {"input": {"type": "string", "description": "The whole patch, from *** Begin Patch to *** End Patch."}},
-                    "required": ["input"],
-                }),
-            ),
-            Format::Whole => (
-                "Replace a file you have read with `content`, its complete new text (every line, nothing elided: no `...` or \"rest unchanged\"). Also creates a file.".to_owned(),
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "path": path,
-                        "content": {"type": "string", "description": "The complete new file."},
-                    },
-                    "required": ["path", "content"],
-                }),
-            ),
-            // Search/replace, and any format added later until it has its own words.
-            _ => {
-                let pair = json!({
-                    "old_string": {"type": "string", "description": "The exact text to replace, as the file has it (indentation included; no line-number prefixes)."},
-                    "new_string": {"type": "string", "description": "The text to put in its place."},
-                    "replace_all": {"type": "boolean", "description": "Replace every occurrence (default: old_string must be unique)."},
-                    "expected_replacements": {"type": "integer", "minimum": 1, "description": "How many occurrences there must be."},
-                });
-                let mut properties = pair.clone();
-                properties["path"] = path;
-                properties["edits"] = json!({
-                    "type": "array",
-                    "description": "Several replacements in this file, applied together (instead of old_string/new_string).",
-                    "items": {"type": "object", "properties": pair, "required": ["old_string", "new_string"]},
-                });
-                (
-                    "Replace text in a file you have read: `old_string` must match the file exactly (indentation included, without the line-number prefixes read shows) and be unique unless `replace_all` is set — include a few surrounding lines to make it unique. `new_string` takes its place. For several changes to one file in one call, give `edits`, a list of {old_string, new_string}; they apply together, all or none. An empty old_string with a new path creates the file.".to_owned(),
-                    json!({"type": "object", "properties": properties, "required": ["path"]}),
-                )
-            }
-        }
-    }
-
-    pub(super) fn unknown_tool(name: &str, tools: &[&str]) -> String {
-        format!(
-            "There is no tool `{name}`. The tools are: {}.",
-            tools.join(", ")
-        )
-    }
-
-    pub(super) fn no_edit_tool(format: Format) -> String {
-        format!(
-            "There is no edit tool in this session: write your edits in your reply, in the {} format as the instructions describe.",
-            format.name()
-        )
-    }
-
-    fn example(tool: Tool) -> &'static str {
-        match tool {
-            Tool::Read => r#"{"path": "src/main.rs", "offset": 1, "limit": 200}"#,
-            Tool::Write => r#"{"path": "src/new.rs", "content": "fn main() {}\n"}"#,
-            Tool::Edit => r#"the edit tool's schema"#,
-            Tool::Bash => r#"{"command": "cargo test", "timeout_secs": 300}"#,
-            Tool::Grep => r#"{"pattern": "fn main", "path": "src", "glob": "*.rs"}"#,
-            Tool::Glob => r#"{"pattern": "src/**/*.rs"}"#,
-            Tool::List => r#"{"path": "src"}"#,
-        }
-    }
-
-    pub(super) fn bad_arguments(tool: Tool, why: &str) -> String {
-        format!(
-            "The arguments for `{}` are invalid: {why}. Send a JSON object such as {}. Nothing was done.",
-            tool.name(),
-            example(tool)
-        )
-    }
-
-    pub(super) fn refused(tool: Tool, subject: &str, refusal: &Refusal) -> String {
-        let what = format!("`{}` on `{subject}`", tool.name());
-        match refusal {
-            Refusal::Denied(Denial::ReadOnly) => format!(
-                "Permission denied: {what}. This session is read-only: only read, grep, glob and list are available. Work with what you can read, and say what you would change."
-            ),
-            Refusal::Denied(Denial::Destructive { what: why }) => format!(
-                "Permission denied: {what} is always refused ({why}). Do not try it another way; find a safer command or leave it to the user."
-            ),
-            Refusal::Denied(d) => format!(
-                "Permission denied: {what} ({d}). Do not retry it; continue without it or explain what you need."
-            ),
-            Refusal::Declined => format!(
-                "The user declined {what}. Nothing was done. Do not retry it unchanged; continue another way or ask the user."
-            ),
-            Refusal::NoTerminal => format!(
-                "Permission needed: {what} needs the user's confirmation, and there is no terminal to ask on, so it was refused and nothing was done. (The user can allow it by running with --yes or --permission auto, or with an allow rule.)"
-            ),
-        }
-    }
-
-    pub(super) fn path_error(path: &str, e: &WorkspaceError) -> String {
-        match e {
-            WorkspaceError::OutsideRoot { .. } => format!(
-                "`{path}` is outside the project root; the tools only reach files under it. Use a path relative to the root."
-            ),
-            WorkspaceError::Absolute { .. } => format!(
-                "`{path}` is an absolute path; use a path relative to the project root (e.g. `src/main.rs`)."
-            ),
-            WorkspaceError::Reserved { .. } => {
-                format!("`{path}` is inside .git/ or .lancet/, which the tools do not touch.")
-            }
-            WorkspaceError::InvalidPath { .. } => format!("`{path}` is not a file path."),
-            WorkspaceError::IsDirectory { .. } => {
-                format!("`{path}` is a directory; use list to see what it holds.")
-            }
-            WorkspaceError::Io { source, .. } => format!("`{path}` could not be read: {source}."),
-            other => format!("`{path}`: {other}."),
-        }
-    }
-
-    pub(super) fn not_found(path: &str) -> String {
-        format!("`{path}` does not exist. Use list or glob to find the right path.")
-    }
-
-    pub(super) fn not_a_directory(path: &str) -> String {
-        format!("`{path}` is not a directory (use read for a file).")
-    }
-
-    pub(super) fn not_text(path: &str, e: &crate::DecodeError) -> String {
-        format!("`{path}` is not a text file lancet can show ({e}).")
-    }
-
-    pub(super) fn past_end(path: &str, offset: usize, total: usize) -> String {
-        format!(
-            "offset {offset} is past the end of `{path}`, which has {total} line{}.",
-            if total == 1 { "" } else { "s" }
-        )
-    }
-
-    pub(super) fn empty_file(path: &str) -> String {
-        format!("(`{path}` is empty)")
-    }
-
-    pub(super) fn page(first: usize, last: usize, total: usize) -> String {
-        if last < total {
-            format!(
-                "[lines {first}-{last} of {total}; read on with offset={}]\n",
-                last + 1
-            )
-        } else {
-            format!("[lines {first}-{last} of {total}]\n")
-        }
-    }
-
-    pub(super) fn line_cut(chars: usize) -> String {
-        format!(" … [{chars} more characters cut]")
-    }
-
-    pub(super) fn exists(path: &str, text_mode: bool) -> String {
-        let how = if text_mode {
-            "read it and write the edit in your reply"
-        } else {
-            "read it and use edit"
-        };
-        format!("`{path}` already exists; write only creates new files. To change it, {how}.")
-    }
-
-    pub(super) fn created(path: &str, lines: usize) -> String {
-        format!(
-            "Created `{path}` ({lines} line{}).",
-            if lines == 1 { "" } else { "s" }
-        )
-    }
-
-    pub(super) fn write_failed(path: &str, e: &WorkspaceError) -> String {
-        match e {
-            WorkspaceError::Stale { .. } => format!(
-                "`{path}` appeared on disk while the file was being written; nothing was written. Read it, then edit it."
-            ),
-            WorkspaceError::Io { source, .. } => {
-                format!("`{path}` could not be written: {source}. Nothing was written.")
-            }
-            other => path_error(path, other),
-        }
-    }
-
-    pub(super) fn not_read(paths: &[String]) -> String {
-        let list = paths
-            .iter()
-            .map(|p| format!("`{p}`"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let (s, it) = if paths.len() == 1 {
-            ("", "it")
-        } else {
-            ("s", "them")
-        };
-        format!(
-            "Edit refused: you have not read {list} in this session (or read {it} before the conversation was compacted). Read the file{s} first, then make the edit against what you read. Nothing was written."
-        )
-    }
-
-    pub(super) fn nothing_to_do() -> String {
-        "The edit changes nothing; nothing was written.".to_owned()
-    }
-
-    pub(super) fn commit_failed(e: &WorkspaceError) -> String {
-        match e {
-            WorkspaceError::Stale { path } => format!(
-                "`{path}` changed on disk while the edit was waiting to be written; nothing was written. Read it again and redo the edit against its current content."
-            ),
-            WorkspaceError::Io { path, source } => format!(
-                "Writing failed at {}: {source}. Nothing was written.",
-                path.display()
-            ),
-            other => format!("The edit could not be written: {other}. Nothing was written."),
-        }
-    }
-
-    pub(super) fn stale_diff(path: &str, diff: &str, max_lines: usize) -> String {
-        let lines: Vec<&str> = diff.lines().collect();
-        let mut shown = lines[..lines.len().min(max_lines)].join("\n");
-        if lines.len() > max_lines {
-            let _ = write!(shown, "\n[… {} more diff lines]", lines.len() - max_lines);
-        }
-        format!("\n\nWhat changed in `{path}` since you read it:\n{shown}")
-    }
-
-    pub(super) fn fresh_anchors(path: &str, view: &str) -> String {
-        format!("\n\n`{path}` now reads, around the change (fresh anchors):\n{view}")
-    }
-
-    pub(super) fn bash_result(r: &Run, timeout: Duration, max: Duration) -> String {
-        let mut out = if r.output.is_empty() {
-            "(no output)\n".to_owned()
-        } else if r.output.ends_with('\n') {
-            r.output.clone()
-        } else {
-            format!("{}\n", r.output)
-        };
-        if r.timed_out {
-            let _ = write!(
-                out,
-                "[timed out after {} s: the command and every process it started were killed. If it needs longer, pass timeout_secs (at most {} s); start servers in the background with their output sent to a file.]",
-                timeout.as_secs(),
-                max.as_secs()
-            );
-            return out;
-        }
-        match (r.code, r.signal) {
-            (Some(code), _) => {
-                let _ = write!(out, "[exit code {code}]");
-            }
-            (None, Some(sig)) => {
-                let _ = write!(out, "[killed by signal {sig}]");
-            }
-            (None, None) => out.push_str("[exit status unknown]"),
-        }
-        if r.lingering {
-            out.push_str("\n[processes it started are still running in the background; their output is not shown]");
-        }
-        out
-    }
-
-    pub(super) fn output_cut(bytes: usize) -> String {
-        format!("\n[… {bytes} bytes cut …]\n")
-    }
-
-    pub(super) fn spawn_failed(e: &std::io::Error) -> String {
-        format!("The command could not be started: {e}.")
-    }
-
-    pub(super) fn bad_regex(pattern: &str, e: &regex::Error) -> String {
-        format!(
-            "`{pattern}` is not a valid regular expression: {e}\nEscape ( [ {{ . * + ? | with \\ to match them literally."
-        )
-    }
-
-    pub(super) fn bad_glob(pattern: &str, e: &globset::Error) -> String {
-        format!("`{pattern}` is not a valid glob: {}.", e.kind())
-    }
-
-    pub(super) fn grep_result(pattern: &str, hits: &[String], more: bool) -> String {
-        if hits.is_empty() {
-            return format!("No matches for `{pattern}`.");
-        }
-        let mut out = hits.join("\n");
-        out.push('\n');
-        if more {
-            let _ = write!(
-                out,
-                "[only the first {GREP_MAX} matches are shown: narrow the pattern, path or glob]"
-            );
-        }
-        out
-    }
-
-    pub(super) fn glob_result(pattern: &str, paths: &[String], more: bool) -> String {
-        if paths.is_empty() {
-            return format!("No files match `{pattern}`.");
-        }
-        let mut out = paths.join("\n");
-        out.push('\n');
-        if more {
-            let _ = write!(
-                out,
-                "[only the first {GLOB_MAX} paths are shown: narrow the pattern]"
-            );
-        }
-        out
-    }
-
-    pub(super) fn list_result(dir: &str, entries: &[String], more: bool) -> String {
-        if entries.is_empty() {
-            return format!("(`{dir}` is empty)");
-        }
-        let mut out = entries.join("\n");
-        out.push('\n');
-        if more {
-            let _ = write!(out, "[only the first {LIST_MAX} entries are shown]");
-        }
-        out
     }
 }
 
