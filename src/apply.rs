@@ -623,6 +623,11 @@ fn guard_syntax(
     }
     if reject {
         report.status = FileStatus::Failed;
+        for e in &mut report.edits {
+            if e.status == EditStatus::Applied {
+                e.warnings.push(Warning::HeldBack);
+            }
+        }
     }
     reject
 }

@@ -138,6 +138,7 @@ pub fn warning(w: &Warning) -> String {
             syntax_places(issues)
         ),
         Warning::SyntaxSkipped => "the file is too large for the syntax check, which was skipped".to_owned(),
+        Warning::HeldBack => "not written: its file was refused as a whole, see below".to_owned(),
         Warning::Relocated { from, to } => format!(
             "the anchor for line {} had moved to line {} (lines were added or removed above it); it was found by its content",
             from + 1,
@@ -611,21 +612,11 @@ pub fn apply_message(
     }
     // Under --partial a file refused as a whole (the syntax guard) is not
     // written, so its edits that did apply are not in it either.
-    let refused: Vec<&str> = report
-        .files
-        .iter()
-        .filter(|f| f.status == FileStatus::Failed)
-        .map(|f| f.path.as_str())
-        .collect();
     let mut held = Vec::new();
     for (path, e) in &edits {
         let path = if path.is_empty() { "(no file)" } else { path };
-        let mut line = edit_line(path, e, originals.get(path).copied());
-        if partial && e.status == EditStatus::Applied && refused.contains(&path) {
-            let _ = write!(
-                line,
-                " (not written: {path} was refused as a whole, see below)"
-            );
+        let line = edit_line(path, e, originals.get(path).copied());
+        if partial && e.warnings.contains(&Warning::HeldBack) {
             held.push(e.index);
         } else if e.status.is_ok() {
             ok.push(e.index);

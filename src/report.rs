@@ -149,6 +149,9 @@ pub enum Warning {
     },
     /// The file was not syntax-checked (too large for the guard).
     SyntaxSkipped,
+    /// The edit applied, but its file was refused as a whole (another edit
+    /// in it broke the syntax), so it was not written.
+    HeldBack,
     /// The hunk applied with this many outer context lines ignored.
     Fuzz {
         /// Context lines dropped.
