@@ -17,6 +17,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=benches/timing.sh
+. "$root/benches/timing.sh"
 runs=${1:-30}
 target=${CARGO_TARGET_DIR:-$root/target}
 lancet=$target/release/lancet
@@ -130,29 +132,10 @@ if command -v hyperfine >/dev/null; then
     done
 else
     timer="bash loop (hyperfine not found)"
-    now_us() {
-        # EPOCHREALTIME (bash 5) is read without starting a process.
-        if [[ -n ${EPOCHREALTIME:-} ]]; then
-            local t=${EPOCHREALTIME/[.,]/}
-            echo "$t"
-        else
-            echo $(($(date +%s%N) / 1000))
-        fi
-    }
     loop() {
-        local name=$1 i t0 t1
+        local name=$1
         shift
-        for ((i = 0; i < 3; i++)); do
-            sh "$work/restore"
-            "$@" >/dev/null 2>&1
-        done
-        for ((i = 0; i < runs; i++)); do
-            sh "$work/restore"
-            t0=$(now_us)
-            "$@" >/dev/null 2>&1
-            t1=$(now_us)
-            echo $((t1 - t0))
-        done | sort -n | awk '
+        time_runs "$work" "$runs" "$@" | awk '
             { t[NR] = $1 / 1000; s += t[NR]; q += t[NR] * t[NR] }
             END {
                 med = NR % 2 ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2

@@ -19,6 +19,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=benches/timing.sh
+. "$root/benches/timing.sh"
 runs=${1:-30}
 want=${2:-20}
 target=${CARGO_TARGET_DIR:-$root/target}
@@ -142,30 +144,11 @@ done
 
 # ------------------------------------------------------------------ time
 
-now_us() {
-    if [[ -n ${EPOCHREALTIME:-} ]]; then
-        local t=${EPOCHREALTIME/[.,]/}
-        echo "$t"
-    else
-        echo $(($(date +%s%N) / 1000))
-    fi
-}
-
 # The median in ms of `runs` timed runs of the command after $1, restoring case $1 first.
 loop_median() {
-    local d=$1 i t0 t1
+    local d=$1
     shift
-    for ((i = 0; i < 3; i++)); do
-        sh "$d/restore"
-        "$@" >/dev/null 2>&1
-    done
-    for ((i = 0; i < runs; i++)); do
-        sh "$d/restore"
-        t0=$(now_us)
-        "$@" >/dev/null 2>&1
-        t1=$(now_us)
-        echo $((t1 - t0))
-    done | sort -n | awk '{ t[NR] = $1 / 1000 }
+    time_runs "$d" "$runs" "$@" | awk '{ t[NR] = $1 / 1000 }
         END { printf "%.3f", NR % 2 ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2 }'
 }
 

@@ -528,22 +528,21 @@ fn openai_body(model: &str, req: &Request) -> Value {
             }
             Role::Assistant => {
                 let calls: Vec<Value> = message
-                    .blocks
-                    .iter()
-                    .filter_map(|b| match b {
-                        Block::ToolCall {
-                            id,
-                            name,
-                            arguments,
-                        } => Some(json!({
+                    .tool_calls()
+                    .map(|(id, name, arguments)| {
+                        // Malformed arguments (answered with an error result)
+                        // go back as `{}`: strict servers refuse invalid JSON
+                        // in the history.
+                        let arguments = if arguments_object(arguments).is_some() {
+                            arguments.to_owned()
+                        } else {
+                            "{}".to_owned()
+                        };
+                        json!({
                             "id": id,
                             "type": "function",
-                            // Malformed arguments (answered with an error
-                            // result) go back as `{}`: strict servers refuse
-                            // invalid JSON in the history.
-                            "function": {"name": name, "arguments": if serde_json::from_str::<Value>(arguments).is_ok_and(|v| v.is_object()) { arguments.clone() } else { "{}".to_owned() }},
-                        })),
-                        _ => None,
+                            "function": {"name": name, "arguments": arguments},
+                        })
                     })
                     .collect();
                 let mut m = Map::new();
@@ -659,10 +658,14 @@ fn anthropic_body(model: &str, req: &Request) -> Value {
 /// error result); an empty object stands in for it when the history is sent
 /// back.
 fn tool_input(arguments: &str) -> Value {
-    match serde_json::from_str::<Value>(arguments) {
-        Ok(v @ Value::Object(_)) => v,
-        _ => Value::Object(Map::new()),
-    }
+    arguments_object(arguments).unwrap_or_else(|| Value::Object(Map::new()))
+}
+
+/// A call's arguments parsed, when they are a JSON object.
+fn arguments_object(arguments: &str) -> Option<Value> {
+    serde_json::from_str::<Value>(arguments)
+        .ok()
+        .filter(Value::is_object)
 }
 
 // ---------------------------------------------------------------------------

@@ -231,16 +231,8 @@ pub async fn run(
         record(&mut session, Entry::Usage { usage: reply.usage });
         let calls: Vec<(String, String, String)> = reply
             .message
-            .blocks
-            .iter()
-            .filter_map(|b| match b {
-                Block::ToolCall {
-                    id,
-                    name,
-                    arguments,
-                } => Some((id.clone(), name.clone(), arguments.clone())),
-                _ => None,
-            })
+            .tool_calls()
+            .map(|(id, name, arguments)| (id.to_owned(), name.to_owned(), arguments.to_owned()))
             .collect();
         let text = reply.message.text();
         messages.push(reply.message);

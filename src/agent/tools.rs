@@ -1736,7 +1736,13 @@ mod tests {
         assert!(o.is_error, "{}", o.content);
         assert!(o.content.contains("started") && o.content.contains("timed out after 1 s"));
         let pid = get(&dir, "bg.pid").trim().to_owned();
-        // Gone, or a zombie waiting for a parent that does not reap.
+        assert!(dies(&pid), "background child {pid} survived the timeout");
+    }
+
+    /// Whether process `pid` is gone (or a zombie waiting for a parent that
+    /// does not reap) within 2.5 s.
+    #[cfg(target_os = "linux")]
+    fn dies(pid: &str) -> bool {
         let alive = || {
             fs::read_to_string(format!("/proc/{pid}/stat"))
                 .ok()
@@ -1748,11 +1754,11 @@ mod tests {
         };
         for _ in 0..50 {
             if !alive() {
-                return;
+                return true;
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        panic!("background child {pid} survived the timeout");
+        false
     }
 
     /// Ctrl-C drops the run mid-command: the command's whole group ends too.
@@ -1770,22 +1776,10 @@ mod tests {
                 .is_err()
         );
         let pid = get(&dir, "bg.pid").trim().to_owned();
-        let alive = || {
-            fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .is_some_and(|s| {
-                    s.rsplit(')')
-                        .next()
-                        .is_some_and(|r| !r.trim_start().starts_with('Z'))
-                })
-        };
-        for _ in 0..50 {
-            if !alive() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!("background child {pid} survived its abandoned command");
+        assert!(
+            dies(&pid),
+            "background child {pid} survived its abandoned command"
+        );
     }
 
     #[cfg(unix)]

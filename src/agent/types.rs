@@ -63,6 +63,18 @@ impl Message {
         }
     }
 
+    /// The message's tool calls, in order: `(id, name, arguments)`.
+    pub fn tool_calls(&self) -> impl Iterator<Item = (&str, &str, &str)> {
+        self.blocks.iter().filter_map(|b| match b {
+            Block::ToolCall {
+                id,
+                name,
+                arguments,
+            } => Some((id.as_str(), name.as_str(), arguments.as_str())),
+            _ => None,
+        })
+    }
+
     /// The message's text parts, joined.
     pub fn text(&self) -> String {
         self.blocks

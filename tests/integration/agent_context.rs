@@ -4,32 +4,11 @@
 //! to compaction before the request would overflow.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
+use crate::agent_run::{events, run};
 use crate::llm_server::{LlmServer, OpenAiDelta, Scripted};
-
-fn run(root: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lancet"))
-        .arg("run")
-        .args(["-C", root.to_str().unwrap()])
-        .args(args)
-        .env("XDG_CONFIG_HOME", root.join(".no-user-config"))
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("LANCET_MODEL")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn events(out: &Output) -> Vec<Value> {
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
 
 fn big_file(dir: &Path) {
     let text: String = (0..1200)

@@ -11,7 +11,9 @@ use serde_json::{Value, json};
 
 use crate::llm_server::{LlmServer, Scripted};
 
-fn run(root: &Path, args: &[&str]) -> Output {
+/// `lancet run` in `root`, with no user config, no keys from the environment
+/// and no terminal.
+pub(crate) fn run(root: &Path, args: &[&str]) -> Output {
     let config = root.join(".no-user-config");
     Command::new(env!("CARGO_BIN_EXE_lancet"))
         .arg("run")
@@ -29,14 +31,16 @@ fn run(root: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn events(out: &Output) -> Vec<Value> {
+/// The `--json` events on stdout.
+pub(crate) fn events(out: &Output) -> Vec<Value> {
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
         .collect()
 }
 
-fn of<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+/// The events of one kind.
+pub(crate) fn of<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["event"] == kind).collect()
 }
 
