@@ -50,11 +50,30 @@ pub struct DiffRun {
 pub fn line_diff<A: AsRef<str>, B: AsRef<str>>(old: &[A], new: &[B]) -> Vec<DiffRun> {
     let old: Vec<&str> = old.iter().map(AsRef::as_ref).collect();
     let new: Vec<&str> = new.iter().map(AsRef::as_ref).collect();
+    // The lines both ends share are equal runs outright: only the middle is
+    // diffed (an edit of a few lines in a large file costs comparisons, not
+    // the diff's hashing of every line).
+    let head = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
+    let tail = old[head..]
+        .iter()
+        .rev()
+        .zip(new[head..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let (old_mid, new_mid) = (&old[head..old.len() - tail], &new[head..new.len() - tail]);
+    let mid = similar::capture_diff_slices(similar::Algorithm::Patience, old_mid, new_mid);
+    let ops = std::iter::once((true, head, head))
+        .chain(mid.iter().map(|op| {
+            let equal = matches!(op, similar::DiffOp::Equal { .. });
+            (equal, op.old_range().len(), op.new_range().len())
+        }))
+        .chain(std::iter::once((true, tail, tail)));
     let (mut o, mut n) = (0, 0);
     let mut runs: Vec<DiffRun> = Vec::new();
-    for op in similar::capture_diff_slices(similar::Algorithm::Patience, &old, &new) {
-        let (ol, nl) = (op.old_range().len(), op.new_range().len());
-        let equal = matches!(op, similar::DiffOp::Equal { .. });
+    for (equal, ol, nl) in ops {
+        if ol == 0 && nl == 0 {
+            continue;
+        }
         match runs.last_mut() {
             // Adjacent changed runs (a delete then an insert) are one replacement.
             Some(last) if !equal && !last.equal => {
