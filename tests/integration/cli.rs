@@ -408,3 +408,26 @@ fn view_and_formats() {
     assert!(stdout(&out).contains("<<<<<<< SEARCH"));
     assert_eq!(code(&lancet(dir.path(), &["formats", "nope"])), 2);
 }
+
+/// The README's first command applies the bundled model reply in `examples/`
+/// (dry run: the diff is printed, the example project is left as it is).
+#[test]
+fn the_readme_example_applies() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let before = std::fs::read(root.join("examples/shop/cart.py")).unwrap();
+    let out = lancet(
+        root,
+        &["apply", "--dry-run", "-C", "examples", "examples/reply.md"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("+            result += item.price * quantity * (1 - item.discount)"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(stderr(&out).contains("matched at a different indentation"));
+    assert_eq!(
+        std::fs::read(root.join("examples/shop/cart.py")).unwrap(),
+        before
+    );
+}

@@ -19,3 +19,4 @@ mod layout;
 #[cfg(feature = "agent")]
 mod llm_server;
 mod props;
+mod security;

@@ -1,0 +1,1 @@
+//! Security: processes: nothing a command starts outlives its timeout or lancet (item 16).

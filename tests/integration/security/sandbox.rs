@@ -1,0 +1,1 @@
+//! Security: the bash tool's OS sandbox and `lancet sandbox`.
