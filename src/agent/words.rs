@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::permissions::Denial;
-use super::tools::{GLOB_MAX, GREP_MAX, LIST_MAX, Refusal, Run, Tool, ToolsConfig};
+use super::tools::types::{GLOB_MAX, GREP_MAX, LIST_MAX, Refusal, Run, Tool, ToolsConfig};
 use super::types::{Role, ToolSpec};
 use crate::Format;
 use crate::workspace::WorkspaceError;
