@@ -1,0 +1,176 @@
+//! Permission rules: `tool` or `tool(pattern)`, and how a subject matches.
+//!
+//! A rule is `tool` or `tool(pattern)` ([`Rule::parse`]): `bash(git push*)`,
+//! `edit(src/**)`, `read(.env)`. Path patterns are globs over the path
+//! relative to the root (`*` stops at `/`, `**` crosses it); command patterns
+//! are globs over the command, where `*` matches anything. An `edit` rule also
+//! covers `write`: both change files.
+//!
+//! Owns: the syntax, its errors, and matching one normalised subject. Does
+//! not own: which subjects a call has or in what order the lists are
+//! consulted (the parent module).
+
+use std::fmt;
+
+use globset::{GlobBuilder, GlobMatcher};
+
+/// Why a rule could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuleError {
+    /// Not `tool` or `tool(pattern)`.
+    #[error("`{rule}` is not a rule: write `tool` or `tool(pattern)`")]
+    Syntax {
+        /// The rule as written.
+        rule: String,
+    },
+    /// The pattern is not a valid glob.
+    #[error("`{rule}`: bad pattern: {why}")]
+    Pattern {
+        /// The rule as written.
+        rule: String,
+        /// What the glob parser said.
+        why: String,
+    },
+}
+
+/// One permission rule: a tool, and optionally a pattern its subject must match.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    text: String,
+    tool: String,
+    pattern: Option<(String, GlobMatcher)>,
+}
+
+impl Rule {
+    /// Reads `tool` or `tool(pattern)`. Tool names are compared without
+    /// case (`Bash(git push*)` is `bash(git push*)`); a trailing `:*` in a
+    /// command pattern (Claude Code's prefix form, `npm run test:*`) means `*`.
+    pub fn parse(text: &str) -> Result<Rule, RuleError> {
+        let text = text.trim();
+        let syntax = || RuleError::Syntax {
+            rule: text.to_owned(),
+        };
+        let (tool, pattern) = match text.split_once('(') {
+            None => (text, None),
+            Some((tool, rest)) => {
+                let inner = rest.strip_suffix(')').ok_or_else(syntax)?.trim();
+                (tool.trim(), (!inner.is_empty()).then_some(inner))
+            }
+        };
+        let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+        if tool.is_empty() || !tool.chars().all(valid) {
+            return Err(syntax());
+        }
+        let tool = tool.to_ascii_lowercase();
+        let pattern = match pattern {
+            None | Some("*") | Some("**") => None,
+            Some(p) => {
+                let command = tool == "bash";
+                let p = match p.strip_suffix(":*") {
+                    Some(prefix) if command => format!("{prefix}*"),
+                    _ if command => p.to_owned(),
+                    _ => normalize_path(p),
+                };
+                let glob = GlobBuilder::new(&p)
+                    // In a command `*` crosses `/` (`git push*` covers `git push origin a/b`).
+                    .literal_separator(!command)
+                    .backslash_escape(true)
+                    .build()
+                    .map_err(|e| RuleError::Pattern {
+                        rule: text.to_owned(),
+                        why: e.kind().to_string(),
+                    })?;
+                Some((p, glob.compile_matcher()))
+            }
+        };
+        Ok(Rule {
+            text: text.to_owned(),
+            tool,
+            pattern,
+        })
+    }
+
+    /// The tool it concerns (lower case).
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// Its pattern, when it has one.
+    pub fn pattern(&self) -> Option<&str> {
+        self.pattern.as_ref().map(|(p, _)| p.as_str())
+    }
+
+    /// Whether it concerns `tool` (an `edit` rule covers `write` too).
+    pub(super) fn covers(&self, tool: &str) -> bool {
+        self.tool == tool || (self.tool == "edit" && tool == "write")
+    }
+
+    /// Whether `subject` (already normalised) matches its pattern.
+    pub(super) fn matches(&self, subject: &str) -> bool {
+        self.pattern
+            .as_ref()
+            .is_none_or(|(_, m)| m.is_match(subject))
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::str::FromStr for Rule {
+    type Err = RuleError;
+
+    fn from_str(s: &str) -> Result<Rule, RuleError> {
+        Rule::parse(s)
+    }
+}
+
+/// A path as rules see it: `/` separators, no `./`, `a/../b` as `b`.
+pub(super) fn normalize_path(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.trim().split(['/', '\\']) {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    parts.join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_parse() {
+        let r = Rule::parse("Bash(git push*)").unwrap();
+        assert_eq!((r.tool(), r.pattern()), ("bash", Some("git push*")));
+        assert_eq!(r.to_string(), "Bash(git push*)");
+        assert_eq!(Rule::parse("edit").unwrap().pattern(), None);
+        assert_eq!(Rule::parse("bash(*)").unwrap().pattern(), None);
+        assert_eq!(
+            Rule::parse("bash(npm run test:*)").unwrap().pattern(),
+            Some("npm run test*")
+        );
+        assert_eq!(
+            Rule::parse("edit(./src/**)").unwrap().pattern(),
+            Some("src/**")
+        );
+        for bad in ["", "bash(", "(x)", "ba sh", "bash(x)y"] {
+            assert!(
+                matches!(Rule::parse(bad), Err(RuleError::Syntax { .. })),
+                "{bad:?}"
+            );
+        }
+        assert!(matches!(
+            Rule::parse("edit(src/[)"),
+            Err(RuleError::Pattern { .. })
+        ));
+    }
+}
