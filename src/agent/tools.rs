@@ -27,7 +27,11 @@
 //! **bash** runs `sh -c` in the root, in a process group of its own, with
 //! stdin empty; on timeout the whole group gets SIGTERM, then SIGKILL. Output
 //! (stdout and stderr interleaved as they arrive) is kept head and tail
-//! within a byte budget, so a flood costs bounded memory.
+//! within a byte budget, so a flood costs bounded memory. With a
+//! [`Sandbox`] configured, the process spawned is `lancet sandbox … -- sh -c
+//! CMD`, which confines itself and becomes the shell (same process, same
+//! group); a failure that looks like the sandbox's doing gets a note saying
+//! so ([`sandbox`](super::sandbox)).
 //!
 //! Owns: the tools' arguments and what they do. Does not own: the words the
 //! model reads — descriptions, schemas, results, refusals — which live in
@@ -47,6 +51,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::permissions::{Answer, Decision, Denial, Permissions, Prompter, Question};
+use super::sandbox::{self, Sandbox};
 use super::types::ToolSpec;
 use super::words;
 use crate::report::{ApplyReport, EditError, FileReport, FileStatus};
@@ -95,6 +100,8 @@ pub struct ToolsConfig {
     pub max_output: usize,
     /// Lines `read` shows at most per call.
     pub read_lines: usize,
+    /// The OS sandbox `bash` commands run in (`None`: none).
+    pub sandbox: Option<Sandbox>,
 }
 
 impl Default for ToolsConfig {
@@ -107,6 +114,7 @@ impl Default for ToolsConfig {
             bash_max_timeout: Duration::from_secs(600),
             max_output: 30_000,
             read_lines: 2000,
+            sandbox: None,
         }
     }
 }
@@ -729,17 +737,28 @@ impl Tools {
             .map_or(self.config.bash_timeout, Duration::from_secs)
             .min(self.config.bash_max_timeout)
             .max(Duration::from_secs(1));
-        let run = run_command(command, self.ws.root(), timeout, self.config.max_output).await;
+        let sandbox = self.config.sandbox.as_ref();
+        let (program, args) = sandbox::wrap(sandbox, "sh", &["-c", command]);
+        let run = run_command(
+            program,
+            args,
+            self.ws.root(),
+            timeout,
+            self.config.max_output,
+        )
+        .await;
         match run {
             Ok(r) => {
                 let is_error = r.timed_out;
+                let mut content = words::bash_result(&r, timeout, self.config.bash_max_timeout);
+                let failed = r.code != Some(0);
+                if let Some(note) = sandbox::denial_note(sandbox, failed, &r.output) {
+                    content.push('\n');
+                    content.push_str(&note);
+                }
                 ToolOutcome {
                     is_error,
-                    ..ToolOutcome::ok(words::bash_result(
-                        &r,
-                        timeout,
-                        self.config.bash_max_timeout,
-                    ))
+                    ..ToolOutcome::ok(content)
                 }
             }
             Err(e) => ToolOutcome::error(words::spawn_failed(&e)),
@@ -1195,16 +1214,17 @@ async fn read_some<R: AsyncRead + Unpin>(r: &mut Option<R>, buf: &mut [u8]) -> O
     }
 }
 
+/// Runs `program args…` (`sh -c CMD`, or the sandbox launcher around it).
 async fn run_command(
-    command: &str,
+    program: std::ffi::OsString,
+    args: Vec<std::ffi::OsString>,
     root: &Path,
     timeout: Duration,
     max_output: usize,
 ) -> std::io::Result<Run> {
     use tokio::time::{Instant, sleep_until};
-    let mut cmd = tokio::process::Command::new("sh");
-    cmd.arg("-c")
-        .arg(command)
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
         .current_dir(root)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
