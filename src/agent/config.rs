@@ -72,6 +72,10 @@ pub struct Layer {
     pub sandbox: Option<String>,
     /// Whether sandboxed commands may use the network.
     pub sandbox_network: Option<bool>,
+    /// More directories sandboxed commands may write beneath (absolute or
+    /// `~/…`; appended across layers).
+    #[serde(default)]
+    pub sandbox_writable: Vec<String>,
     /// Named providers.
     #[serde(default)]
     pub providers: BTreeMap<String, Profile>,
@@ -111,6 +115,7 @@ impl Layer {
         self.bash_timeout = over.bash_timeout.or(self.bash_timeout);
         self.sandbox = over.sandbox.or(self.sandbox);
         self.sandbox_network = over.sandbox_network.or(self.sandbox_network);
+        self.sandbox_writable.extend(over.sandbox_writable);
         for (name, p) in over.providers {
             let base = self.providers.remove(&name).unwrap_or_default();
             self.providers.insert(

@@ -31,7 +31,7 @@
 //! [`Sandbox`] configured, the process spawned is `lancet sandbox … -- sh -c
 //! CMD`, which confines itself and becomes the shell (same process, same
 //! group); a failure that looks like the sandbox's doing gets a note saying
-//! so ([`sandbox`](super::sandbox)).
+//! so ([`super::sandbox`]).
 //!
 //! Owns: the tools' arguments and what they do. Does not own: the words the
 //! model reads — descriptions, schemas, results, refusals — which live in

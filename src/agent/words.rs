@@ -710,9 +710,11 @@ pub(crate) fn sandbox_denied(mode: SandboxMode, network: bool) -> String {
         (SandboxMode::ReadOnly, _) => {
             "run lancet with --sandbox workspace-write (or --sandbox off)"
         }
-        (_, true) => "run lancet with --sandbox off",
+        (_, true) => {
+            "add the directory to sandbox_writable in the configuration, or run lancet with --sandbox off"
+        }
         (_, false) => {
-            "run lancet with --sandbox off, or set sandbox_network = true in the configuration for network access"
+            "add the directory to sandbox_writable or set sandbox_network = true in the configuration, or run lancet with --sandbox off"
         }
     };
     format!(

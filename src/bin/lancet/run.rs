@@ -83,6 +83,7 @@ struct Settings {
     context_window: Option<u64>,
     sandbox: SandboxMode,
     sandbox_network: bool,
+    sandbox_writable: Vec<PathBuf>,
     layer: Layer,
 }
 
@@ -92,10 +93,14 @@ fn layers(root: &Path) -> Result<Layer, String> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
         .map(|d| d.join("lancet").join("config.toml"));
-    for path in user.into_iter().chain([root.join(".lancet.toml")]) {
+    let project = root.join(".lancet.toml");
+    for path in user.into_iter().chain([project.clone()]) {
         if let Ok(text) = std::fs::read_to_string(&path) {
-            let over = Layer::parse(&text, &path.display().to_string())
+            let mut over = Layer::parse(&text, &path.display().to_string())
                 .map_err(|e| format!("{}: {}", e.source_name, e.message))?;
+            if path == project {
+                crate::sandbox::no_loosening_from_the_project(&mut over);
+            }
             layer = layer.merged(over);
         }
     }
@@ -179,9 +184,11 @@ fn settings(args: &RunArgs, models: &Models) -> Result<Settings, String> {
         (None, Some(name)) => crate::sandbox::mode(name)?,
         (None, None) => SandboxMode::for_permission(mode),
     };
+    let sandbox_writable = crate::sandbox::writable_dirs(&layer.sandbox_writable)?;
     Ok(Settings {
         sandbox,
         sandbox_network: layer.sandbox_network.unwrap_or(false),
+        sandbox_writable,
         wire,
         base_url,
         api_key,
@@ -264,7 +271,8 @@ pub(crate) fn run(args: RunArgs) -> u8 {
     tc.text_mode = s.text_mode;
     tc.bash_timeout = Duration::from_secs(s.bash_timeout);
     // Found once, said once: what the bash tool's commands are confined to.
-    let jail = crate::sandbox::for_run(ws.root(), s.sandbox, s.sandbox_network);
+    let jail =
+        crate::sandbox::for_run(ws.root(), s.sandbox, s.sandbox_network, &s.sandbox_writable);
     tc.sandbox = jail.sandbox;
     if !args.json {
         eprintln!("lancet: {}", jail.summary);

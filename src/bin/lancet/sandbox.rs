@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use clap::Args;
+use lancet::agent::config::Layer;
 use lancet::agent::sandbox::{
     self, Enforced, Sandbox, SandboxError, SandboxMode, SandboxPolicy, SandboxSupport,
 };
@@ -134,6 +135,66 @@ fn tmpdir() -> Option<PathBuf> {
     (dir.is_absolute() && dir.parent().is_some()).then_some(dir)
 }
 
+/// Drops the sandbox keys of a project's `.lancet.toml` that would loosen
+/// the sandbox — `sandbox = "off"` or `"workspace-write"`,
+/// `sandbox_network = true`, `sandbox_writable` — saying so for the ones
+/// that can only loosen. The file comes with the repository, and a command
+/// in the sandbox may write it: a repository must not be able to switch off
+/// the sandbox meant to contain it. Tightening (`read-only`,
+/// `sandbox_network = false`) stays.
+pub(crate) fn no_loosening_from_the_project(layer: &mut Layer) {
+    let mut dropped = Vec::new();
+    match layer.sandbox.as_deref().map(SandboxMode::from_name) {
+        // Looser than read-only, the default's equal at best: the user's
+        // own choice (or the default) stands, and nothing needs saying.
+        Some(Some(SandboxMode::WorkspaceWrite)) => layer.sandbox = None,
+        Some(Some(SandboxMode::Off)) => {
+            layer.sandbox = None;
+            dropped.push("sandbox = \"off\"".to_owned());
+        }
+        // Absent, read-only, or a wrong name (reported as a usage error).
+        _ => {}
+    }
+    if layer.sandbox_network == Some(true) {
+        layer.sandbox_network = None;
+        dropped.push("sandbox_network = true".to_owned());
+    }
+    if !layer.sandbox_writable.is_empty() {
+        dropped.push(format!(
+            "sandbox_writable = {:?}",
+            std::mem::take(&mut layer.sandbox_writable)
+        ));
+    }
+    if !dropped.is_empty() {
+        eprintln!(
+            "lancet: .lancet.toml: ignored {} (a project's file may tighten the sandbox, never loosen it; set these in your own configuration or pass --sandbox)",
+            dropped.join(", ")
+        );
+    }
+}
+
+/// The configuration's `sandbox_writable` as paths: absolute, or `~/…`
+/// under `$HOME`. A relative path is an error: relative to what the user
+/// meant (the root? the shell's directory?) cannot be known.
+pub(crate) fn writable_dirs(dirs: &[String]) -> Result<Vec<PathBuf>, String> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    dirs.iter()
+        .map(|d| {
+            let path = match (d.strip_prefix("~/"), &home) {
+                (Some(rest), Some(home)) => home.join(rest),
+                _ => PathBuf::from(d),
+            };
+            if path.is_absolute() {
+                Ok(path)
+            } else {
+                Err(format!(
+                    "sandbox_writable: `{d}` is not an absolute path (write /abs/dir or ~/dir)"
+                ))
+            }
+        })
+        .collect()
+}
+
 /// What `lancet run` needs to know about the sandbox, found once at start-up.
 pub(crate) struct ForRun {
     /// What the bash tool runs its commands through (`None`: directly).
@@ -148,8 +209,16 @@ pub(crate) struct ForRun {
 /// `lancet sandbox --json` with the run's policy — the one honest way to know
 /// whether a network namespace can be made, since trying it here would move
 /// `lancet run` itself into it.
-pub(crate) fn for_run(root: &Path, mode: SandboxMode, network: bool) -> ForRun {
-    let policy = SandboxPolicy::new(mode, root).with_network(network);
+pub(crate) fn for_run(
+    root: &Path,
+    mode: SandboxMode,
+    network: bool,
+    writable: &[PathBuf],
+) -> ForRun {
+    let mut policy = SandboxPolicy::new(mode, root).with_network(network);
+    for dir in writable {
+        policy = policy.with_writable(dir);
+    }
     if mode == SandboxMode::Off {
         return ForRun {
             sandbox: None,

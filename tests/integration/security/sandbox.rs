@@ -480,6 +480,117 @@ fn the_bash_tool_is_sandboxed_and_says_so() {
 }
 
 #[test]
+/// Item: the user can widen the sandbox without turning it off:
+/// `sandbox_writable` in their configuration lets commands write beneath
+/// those dirs, and nowhere else.
+fn sandbox_writable_in_the_configuration_widens_writes() {
+    let abi = landlock();
+    let root = tempfile::tempdir().unwrap();
+    let (Some(allowed), Some(other)) = (outside(), outside()) else {
+        return;
+    };
+    let user = root.path().join(".no-user-config/lancet");
+    std::fs::create_dir_all(&user).unwrap();
+    let config = format!(
+        "sandbox_writable = [{:?}]\n",
+        allowed.path().display().to_string()
+    );
+    std::fs::write(user.join("config.toml"), config).unwrap();
+    let (a, b) = (allowed.path().join("a"), other.path().join("b"));
+    let ev = run_command(
+        root.path(),
+        &format!("echo a > {}; echo b > {}", shq(&a), shq(&b)),
+        &[],
+    );
+    assert!(a.exists(), "{ev:?}");
+    if abi.is_some() {
+        assert!(!b.exists(), "a dir not in sandbox_writable was written");
+        let said = of(&ev, "session")[0]["sandbox"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            said.contains(&allowed.path().display().to_string()),
+            "{said}"
+        );
+    }
+    std::fs::write(
+        user.join("config.toml"),
+        "sandbox_writable = [\"relative/dir\"]\n",
+    )
+    .unwrap();
+    let out = run(root.path(), &["-m", "gpt-4o", "--yes", "x"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
+
+#[test]
+/// Item (hostile repository): a project's `.lancet.toml` — which comes with
+/// the repository, and which sandboxed commands may write — cannot turn
+/// the sandbox off or widen it; it is said that the keys were ignored.
+fn a_projects_configuration_cannot_loosen_the_sandbox() {
+    let abi = landlock();
+    let root = tempfile::tempdir().unwrap();
+    let Some(out_dir) = outside() else { return };
+    let project = format!(
+        "sandbox = \"off\"\nsandbox_network = true\nsandbox_writable = [{:?}]\n",
+        out_dir.path().display().to_string()
+    );
+    std::fs::write(root.path().join(".lancet.toml"), project).unwrap();
+    let target = out_dir.path().join("pwned");
+    let server = LlmServer::start(vec![
+        Scripted::openai_turn(
+            "",
+            &[(
+                "c1",
+                "bash",
+                &json!({"command": format!("echo x > {}", shq(&target))}).to_string(),
+            )],
+        ),
+        Scripted::openai_text("Done."),
+    ]);
+    let url = server.openai_base_url();
+    let out = run(
+        root.path(),
+        &["--base-url", &url, "-m", "gpt-4o", "--yes", "--json", "go"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("ignored sandbox = \"off\", sandbox_network = true, sandbox_writable"),
+        "{stderr}"
+    );
+    if abi.is_some() {
+        assert!(
+            !target.exists(),
+            "the project's file switched the sandbox off"
+        );
+        let said = of(&events(&out), "session")[0]["sandbox"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            said.contains("sandbox workspace-write") && said.contains("no network"),
+            "{said}"
+        );
+    }
+    // Tightening is the project's to ask: read-only holds.
+    std::fs::write(
+        root.path().join(".lancet.toml"),
+        "sandbox = \"read-only\"\n",
+    )
+    .unwrap();
+    let ev = run_command(root.path(), "echo x > inside", &[]);
+    let said = of(&ev, "session")[0]["sandbox"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    if abi.is_some() {
+        assert!(said.contains("sandbox read-only"), "{said}");
+        assert!(!root.path().join("inside").exists());
+    }
+}
+
+#[test]
 /// Item: the model's commands cannot reach the network — not even the
 /// model server lancet itself talks to on 127.0.0.1 — and the system
 /// prompt tells the model so; `sandbox_network = true` allows it.
