@@ -202,6 +202,10 @@ fn evasions_the_deny_list_cannot_see_are_stopped() {
         ("ln -s", format!("ln -s /etc/passwd \"{o}/i\"")),
         ("mv", format!("mv src \"{o}/j\"")),
         ("dd", format!("echo x | dd of=\"{o}/k\" 2>/dev/null")),
+        (
+            "a symlink in the root",
+            format!("ln -s \"{o}\" esc && echo x > esc/n"),
+        ),
     ];
     if have("python3") {
         variants.push((
@@ -236,6 +240,31 @@ fn evasions_the_deny_list_cannot_see_are_stopped() {
         let made = std::fs::read_dir(out_dir.path()).unwrap().count();
         assert!(made > 0, "without a sandbox the variants write");
     }
+}
+
+#[test]
+/// Item: a hard link made in the root to a file outside does not carry
+/// writes out (Landlock refuses to link a file across into the root).
+/// Root and victim share a filesystem, so the link itself is possible:
+/// `--mode off` shows the attack works without the sandbox.
+fn a_hard_link_into_the_root_does_not_reach_outside() {
+    let abi = landlock();
+    let Some(out_dir) = outside() else { return };
+    let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let victim = out_dir.path().join("victim");
+    std::fs::write(&victim, "orig\n").unwrap();
+    let script = format!("ln {} hl && echo pwned > hl", shq(&victim));
+    let out = sh(root.path(), &["--mode", "off"], &script);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "pwned\n");
+    std::fs::write(&victim, "orig\n").unwrap();
+    std::fs::remove_file(root.path().join("hl")).unwrap();
+    let out = sh(root.path(), &[], &script);
+    if abi.is_none() {
+        return;
+    }
+    assert_ne!(out.status.code(), Some(0));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "orig\n");
 }
 
 /// Standard base64 of `s` (so the test needs no crate for it).
