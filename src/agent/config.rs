@@ -68,6 +68,14 @@ pub struct Layer {
     pub max_turns: Option<u32>,
     /// Seconds a `bash` command may run.
     pub bash_timeout: Option<u64>,
+    /// The bash tool's OS sandbox: `read-only`, `workspace-write` or `off`.
+    pub sandbox: Option<String>,
+    /// Whether sandboxed commands may use the network.
+    pub sandbox_network: Option<bool>,
+    /// More directories sandboxed commands may write beneath (absolute or
+    /// `~/…`; appended across layers).
+    #[serde(default)]
+    pub sandbox_writable: Vec<String>,
     /// Named providers.
     #[serde(default)]
     pub providers: BTreeMap<String, Profile>,
@@ -105,6 +113,9 @@ impl Layer {
         self.permission = over.permission.or(self.permission);
         self.max_turns = over.max_turns.or(self.max_turns);
         self.bash_timeout = over.bash_timeout.or(self.bash_timeout);
+        self.sandbox = over.sandbox.or(self.sandbox);
+        self.sandbox_network = over.sandbox_network.or(self.sandbox_network);
+        self.sandbox_writable.extend(over.sandbox_writable);
         for (name, p) in over.providers {
             let base = self.providers.remove(&name).unwrap_or_default();
             self.providers.insert(

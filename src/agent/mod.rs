@@ -8,6 +8,8 @@
 //! - `tools`: read, write, edit (the engine, in the chosen edit format), bash,
 //!   grep, glob, list; every path through the [`Workspace`](crate::Workspace).
 //! - `permissions`: deny beats ask beats allow.
+//! - `sandbox`: the bash tool's OS sandbox (Landlock, a network namespace),
+//!   entered by `lancet sandbox` right before it becomes the command.
 //! - `words`: every word the agent writes for the model (system prompt,
 //!   tool descriptions and results, compaction notes), snapshot-tested.
 //!
@@ -21,6 +23,7 @@ pub mod permissions;
 pub mod provider;
 pub mod recover;
 pub mod run;
+pub mod sandbox;
 pub mod session;
 pub mod tools;
 pub mod types;

@@ -8,18 +8,22 @@
 //!   [`context::PRUNED`](super::context::PRUNED)), the summary request and
 //!   the restart after a summary;
 //! - the tools' descriptions and argument schemas ([`spec`]), their results,
-//!   refusals and errors.
+//!   refusals and errors;
+//! - what the sandbox enforces (for the person), its paragraph of the system
+//!   prompt, and the note on a command it probably stopped.
 //!
 //! Owns: the phrasing only. Does not own: when a message is said (the loop,
 //! [`context`](super::context), [`tools`](super::tools)), or the engine's own
 //! feedback on edits ([`crate::feedback`], which the edit tool passes on).
 
 use std::fmt::Write as _;
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::permissions::Denial;
+use super::sandbox::{DEVICES, Enforced, NetworkEnforced, SandboxMode, Unavailable};
 use super::tools::types::{GLOB_MAX, GREP_MAX, LIST_MAX, Refusal, Run, Tool, ToolsConfig};
 use super::types::{Role, ToolSpec};
 use crate::Format;
@@ -600,6 +604,126 @@ pub(crate) fn list_result(dir: &str, entries: &[String], more: bool) -> String {
     out
 }
 
+// ---------------------------------------------------------------------------
+// The sandbox
+
+/// The writable paths worth naming: the devices every mode allows are left out.
+fn sandbox_dirs(e: &Enforced) -> Vec<String> {
+    e.writable
+        .iter()
+        .filter(|p| !DEVICES.iter().any(|d| Path::new(d) == p.as_path()))
+        .map(|p| p.display().to_string())
+        .collect()
+}
+
+/// One line for the person at start-up (and `lancet sandbox` without a
+/// command): what holds.
+pub(crate) fn sandbox_enforced(e: &Enforced) -> String {
+    let Some(abi) = e.abi else {
+        return "sandbox off: commands may write anywhere you can and use the network".to_owned();
+    };
+    let dirs = sandbox_dirs(e);
+    let writes = if dirs.is_empty() {
+        "no writes (but /dev/null and the terminal)".to_owned()
+    } else {
+        format!("writes only beneath {}", dirs.join(", "))
+    };
+    let network = match e.network {
+        NetworkEnforced::Allowed => "network allowed".to_owned(),
+        NetworkEnforced::Off {
+            tcp: true,
+            namespace: true,
+        } => "no network (landlock TCP rules + a network namespace)".to_owned(),
+        NetworkEnforced::Off {
+            tcp: false,
+            namespace: true,
+        } => "no network (a network namespace)".to_owned(),
+        NetworkEnforced::Off {
+            tcp: true,
+            namespace: false,
+        } => "no TCP (landlock TCP rules; no network namespace could be made, so UDP still gets through)".to_owned(),
+        NetworkEnforced::Off {
+            tcp: false,
+            namespace: false,
+        } => format!(
+            "network NOT restricted (landlock ABI {abi} has no network rules and no network namespace could be made)"
+        ),
+    };
+    format!(
+        "sandbox {} (landlock ABI {abi}): {writes}; {network}",
+        e.mode.name()
+    )
+}
+
+/// One line for the person when no sandbox holds.
+pub(crate) fn sandbox_unavailable(why: &Unavailable) -> String {
+    let reason = match why {
+        Unavailable::Os { os } => format!("lancet's sandbox is Linux's Landlock, and this is {os}"),
+        Unavailable::NotEnabled => {
+            "the kernel has Landlock but it is not enabled (it must be in the lsm= boot parameter)"
+                .to_owned()
+        }
+        Unavailable::NotInKernel => {
+            "the kernel has no Landlock (Linux 5.13 or newer, built with CONFIG_SECURITY_LANDLOCK)"
+                .to_owned()
+        }
+    };
+    format!(
+        "no sandbox is active on this system: {reason}; commands run with your full rights (the permission rules still apply)"
+    )
+}
+
+/// What the restrictions are, in the model's terms.
+fn sandbox_rules(mode: SandboxMode, network: bool) -> String {
+    let writes = match mode {
+        SandboxMode::ReadOnly => "can read any file but write none",
+        _ => {
+            "can read any file but write only inside the workspace and the temporary directories (/tmp)"
+        }
+    };
+    if network {
+        format!("{writes}; they may use the network")
+    } else {
+        format!(
+            "{writes}, and have no network (downloads, package installs and connections to servers, even on localhost, fail)"
+        )
+    }
+}
+
+/// The system prompt's paragraph on the sandbox, to follow the prompt's last
+/// line; empty when none holds.
+pub(crate) fn sandbox_prompt(e: Option<&Enforced>) -> String {
+    let Some(e) = e.filter(|e| e.abi.is_some() && e.mode != SandboxMode::Off) else {
+        return String::new();
+    };
+    format!(
+        "\nCommands you run with `bash` are sandboxed ({}): they {}. A command that fails with \"Permission denied\", \"Read-only file system\" or a network error was probably stopped by the sandbox; you cannot lift it, so do the task without it or tell the user what you needed.\n",
+        e.mode.name(),
+        sandbox_rules(e.mode, !e.network.restricted())
+    )
+}
+
+/// Added to a failed command's result when its output looks like the
+/// sandbox stopped it.
+pub(crate) fn sandbox_denied(mode: SandboxMode, network: bool) -> String {
+    let lift = match (mode, network) {
+        (SandboxMode::ReadOnly, _) => {
+            "run lancet with --sandbox workspace-write (or --sandbox off)"
+        }
+        (_, true) => {
+            "add the directory to sandbox_writable in the configuration, or run lancet with --sandbox off"
+        }
+        (_, false) => {
+            "add the directory to sandbox_writable or set sandbox_network = true in the configuration, or run lancet with --sandbox off"
+        }
+    };
+    format!(
+        "[The sandbox ({}) may have stopped this command: commands {}. You cannot change that yourself; if the user wants it allowed, they can {lift}.]",
+        mode.name(),
+        sandbox_rules(mode, network)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     //! Every message rendered at least once, with representative inputs: a
@@ -917,6 +1041,102 @@ mod tests {
             &list_result(".", &entries, false),
         );
         put(o, "list_result (more)", &list_result(".", &entries, true));
+        insta::assert_snapshot!(out);
+    }
+
+    #[test]
+    fn sandbox_words() {
+        let mut out = String::new();
+        let o = &mut out;
+        let enforced = |mode, writable: &[&str], network| Enforced {
+            mode,
+            abi: Some(6),
+            writable: writable.iter().map(PathBuf::from).collect(),
+            network,
+        };
+        let ws = ["/home/me/proj", "/tmp", "/var/tmp", "/dev/null", "/dev/tty"];
+        let off = |tcp, namespace| NetworkEnforced::Off { tcp, namespace };
+        let cases = [
+            (
+                "both",
+                enforced(SandboxMode::WorkspaceWrite, &ws, off(true, true)),
+            ),
+            (
+                "namespace only",
+                enforced(SandboxMode::WorkspaceWrite, &ws, off(false, true)),
+            ),
+            (
+                "tcp only",
+                enforced(SandboxMode::WorkspaceWrite, &ws, off(true, false)),
+            ),
+            (
+                "no network rule",
+                enforced(SandboxMode::WorkspaceWrite, &ws, off(false, false)),
+            ),
+            (
+                "network allowed",
+                enforced(SandboxMode::WorkspaceWrite, &ws, NetworkEnforced::Allowed),
+            ),
+            (
+                "read-only",
+                enforced(SandboxMode::ReadOnly, &["/dev/null"], off(true, true)),
+            ),
+        ];
+        for (title, e) in &cases {
+            put(
+                o,
+                &format!("sandbox_enforced ({title})"),
+                &sandbox_enforced(e),
+            );
+        }
+        let none = Enforced {
+            mode: SandboxMode::Off,
+            abi: None,
+            writable: Vec::new(),
+            network: NetworkEnforced::Allowed,
+        };
+        put(o, "sandbox_enforced (off)", &sandbox_enforced(&none));
+        for why in [
+            Unavailable::Os {
+                os: "macos".to_owned(),
+            },
+            Unavailable::NotEnabled,
+            Unavailable::NotInKernel,
+        ] {
+            put(
+                o,
+                &format!("sandbox_unavailable ({why:?})"),
+                &sandbox_unavailable(&why),
+            );
+        }
+        put(
+            o,
+            "sandbox_prompt (workspace-write)",
+            &sandbox_prompt(Some(&cases[0].1)),
+        );
+        put(
+            o,
+            "sandbox_prompt (network allowed)",
+            &sandbox_prompt(Some(&cases[4].1)),
+        );
+        put(
+            o,
+            "sandbox_prompt (read-only)",
+            &sandbox_prompt(Some(&cases[5].1)),
+        );
+        put(o, "sandbox_prompt (off)", &sandbox_prompt(Some(&none)));
+        put(o, "sandbox_prompt (none)", &sandbox_prompt(None));
+        for (mode, network) in [
+            (SandboxMode::WorkspaceWrite, false),
+            (SandboxMode::WorkspaceWrite, true),
+            (SandboxMode::ReadOnly, false),
+        ] {
+            put(
+                o,
+                &format!("sandbox_denied ({}, network {network})", mode.name()),
+                &sandbox_denied(mode, network),
+            );
+        }
         insta::assert_snapshot!(out);
     }
 }

@@ -14,6 +14,7 @@
 //! parent module) or the words of its result (the agent's `words` module).
 
 use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -23,6 +24,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use super::Tools;
 use super::args::BashArgs;
 use super::types::{Run, Tool, ToolOutcome};
+use crate::agent::sandbox;
 use crate::agent::words;
 
 /// How long a command's output is still read after it exits (background
@@ -45,17 +47,27 @@ impl Tools {
             .map_or(self.config.bash_timeout, Duration::from_secs)
             .min(self.config.bash_max_timeout)
             .max(Duration::from_secs(1));
-        let run = run_command(command, self.ws.root(), timeout, self.config.max_output).await;
+        let sandbox = self.config.sandbox.as_ref();
+        let (program, args) = sandbox::wrap(sandbox, "sh", &["-c", command]);
+        let run = run_command(
+            program,
+            args,
+            self.ws.root(),
+            timeout,
+            self.config.max_output,
+        )
+        .await;
         match run {
             Ok(r) => {
                 let is_error = r.timed_out;
+                let mut content = words::bash_result(&r, timeout, self.config.bash_max_timeout);
+                if let Some(note) = sandbox::denial_note(sandbox, r.code != Some(0), &r.output) {
+                    content.push('\n');
+                    content.push_str(&note);
+                }
                 ToolOutcome {
                     is_error,
-                    ..ToolOutcome::ok(words::bash_result(
-                        &r,
-                        timeout,
-                        self.config.bash_max_timeout,
-                    ))
+                    ..ToolOutcome::ok(content)
                 }
             }
             Err(e) => ToolOutcome::error(words::spawn_failed(&e)),
@@ -63,13 +75,17 @@ impl Tools {
     }
 }
 
-/// Starts `sh -c command` in `root`: stdin empty, stdout and stderr piped,
-/// nothing that pages or prompts, in a process group of its own (so a
-/// timeout can end everything the command started), killed if dropped.
-fn spawn_command(command: &str, root: &Path) -> std::io::Result<tokio::process::Child> {
-    let mut cmd = tokio::process::Command::new("sh");
-    cmd.arg("-c")
-        .arg(command)
+/// Starts `program args…` (`sh -c CMD`, or the sandbox launcher around it)
+/// in `root`: stdin empty, stdout and stderr piped, nothing that pages or
+/// prompts, in a process group of its own (so a timeout can end everything
+/// the command started), killed if dropped.
+fn spawn_command(
+    program: OsString,
+    args: Vec<OsString>,
+    root: &Path,
+) -> std::io::Result<tokio::process::Child> {
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
         .current_dir(root)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -160,15 +176,16 @@ async fn read_some<R: AsyncRead + Unpin>(r: &mut Option<R>, buf: &mut [u8]) -> O
     }
 }
 
-/// Runs `command` to its end or its timeout, capturing its output.
+/// Runs `program args…` to its end or its timeout, capturing its output.
 async fn run_command(
-    command: &str,
+    program: OsString,
+    args: Vec<OsString>,
     root: &Path,
     timeout: Duration,
     max_output: usize,
 ) -> std::io::Result<Run> {
     use tokio::time::{Instant, sleep_until};
-    let mut child = spawn_command(command, root)?;
+    let mut child = spawn_command(program, args, root)?;
     let pid = child.id();
     // If this call is abandoned (Ctrl-C ends the run mid-command), the whole
     // group goes with it, not only the shell.

@@ -42,6 +42,8 @@ pub struct ToolsConfig {
     pub max_output: usize,
     /// Lines `read` shows at most per call.
     pub read_lines: usize,
+    /// The OS sandbox `bash` commands run in (`None`: none).
+    pub sandbox: Option<crate::agent::sandbox::Sandbox>,
 }
 
 impl Default for ToolsConfig {
@@ -54,6 +56,7 @@ impl Default for ToolsConfig {
             bash_max_timeout: Duration::from_secs(600),
             max_output: 30_000,
             read_lines: 2000,
+            sandbox: None,
         }
     }
 }

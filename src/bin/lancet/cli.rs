@@ -30,6 +30,9 @@ pub(crate) enum Command {
     /// The agent: a model works on the task with tools, in this root.
     #[cfg(feature = "agent")]
     Run(crate::run::RunArgs),
+    /// Run a command as the bash tool would: in the OS sandbox, in the root.
+    #[cfg(feature = "agent")]
+    Sandbox(crate::sandbox::SandboxArgs),
 }
 
 /// The formats named by the contract; not every one is in every build yet.

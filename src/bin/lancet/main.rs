@@ -9,6 +9,8 @@
 mod cli;
 #[cfg(feature = "agent")]
 mod run;
+#[cfg(feature = "agent")]
+mod sandbox;
 mod style;
 
 use std::io::{IsTerminal, Read};
@@ -50,6 +52,8 @@ fn main() -> ExitCode {
         Command::Formats(args) => formats(args),
         #[cfg(feature = "agent")]
         Command::Run(args) => run::run(args),
+        #[cfg(feature = "agent")]
+        Command::Sandbox(args) => sandbox::sandbox(args),
     };
     ExitCode::from(code)
 }

@@ -15,6 +15,7 @@ use lancet::agent::permissions::{
 };
 use lancet::agent::provider::{Provider, ProviderConfig, Wire};
 use lancet::agent::run::{self, Ending, Event, RunConfig};
+use lancet::agent::sandbox::{self, SandboxMode};
 use lancet::agent::session::{Entry, Session};
 use lancet::agent::tools::{Tools, ToolsConfig};
 use lancet::agent::types::{Message, ProviderError};
@@ -62,6 +63,10 @@ pub(crate) struct RunArgs {
     /// Continue the last session in this root.
     #[arg(long)]
     pub(crate) resume: bool,
+    /// The bash tool's OS sandbox: read-only, workspace-write or off
+    /// (default: config, else read-only for --permission read-only, else workspace-write).
+    #[arg(long, value_name = "MODE", value_parser = crate::sandbox::mode)]
+    pub(crate) sandbox: Option<SandboxMode>,
 }
 
 /// Everything a run needs, resolved from the layers.
@@ -76,6 +81,9 @@ struct Settings {
     max_turns: u32,
     bash_timeout: u64,
     context_window: Option<u64>,
+    sandbox: SandboxMode,
+    sandbox_network: bool,
+    sandbox_writable: Vec<PathBuf>,
     layer: Layer,
 }
 
@@ -85,10 +93,14 @@ fn layers(root: &Path) -> Result<Layer, String> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
         .map(|d| d.join("lancet").join("config.toml"));
-    for path in user.into_iter().chain([root.join(".lancet.toml")]) {
+    let project = root.join(".lancet.toml");
+    for path in user.into_iter().chain([project.clone()]) {
         if let Ok(text) = std::fs::read_to_string(&path) {
-            let over = Layer::parse(&text, &path.display().to_string())
+            let mut over = Layer::parse(&text, &path.display().to_string())
                 .map_err(|e| format!("{}: {}", e.source_name, e.message))?;
+            if path == project {
+                crate::sandbox::no_loosening_from_the_project(&mut over);
+            }
             layer = layer.merged(over);
         }
     }
@@ -167,7 +179,16 @@ fn settings(args: &RunArgs, models: &Models) -> Result<Settings, String> {
     let mode = Mode::from_name(&permission).ok_or_else(|| {
         format!("unknown permission mode `{permission}`: use read-only, ask or auto")
     })?;
+    let sandbox = match (args.sandbox, layer.sandbox.as_deref()) {
+        (Some(m), _) => m,
+        (None, Some(name)) => crate::sandbox::mode(name)?,
+        (None, None) => SandboxMode::for_permission(mode),
+    };
+    let sandbox_writable = crate::sandbox::writable_dirs(&layer.sandbox_writable)?;
     Ok(Settings {
+        sandbox,
+        sandbox_network: layer.sandbox_network.unwrap_or(false),
+        sandbox_writable,
         wire,
         base_url,
         api_key,
@@ -249,11 +270,20 @@ pub(crate) fn run(args: RunArgs) -> u8 {
     tc.format = s.format;
     tc.text_mode = s.text_mode;
     tc.bash_timeout = Duration::from_secs(s.bash_timeout);
+    // Found once, said once: what the bash tool's commands are confined to.
+    let jail =
+        crate::sandbox::for_run(ws.root(), s.sandbox, s.sandbox_network, &s.sandbox_writable);
+    tc.sandbox = jail.sandbox;
+    if !args.json {
+        eprintln!("lancet: {}", jail.summary);
+    }
     let mut tools = Tools::new(ws, tc, rules, prompter);
     let agents = std::fs::read_to_string(args.root.join("AGENTS.md")).ok();
+    let mut system = run::system_prompt(s.format.instructions(), s.text_mode, agents.as_deref());
+    system.push_str(&sandbox::prompt_note(jail.enforced.as_ref()));
     let config = RunConfig {
         model: s.model.clone(),
-        system: run::system_prompt(s.format.instructions(), s.text_mode, agents.as_deref()),
+        system,
         max_turns: s.max_turns,
         max_tokens: 8192,
         context_window: s.context_window,
@@ -292,6 +322,7 @@ pub(crate) fn run(args: RunArgs) -> u8 {
             "model": s.model,
             "format": s.format.name(),
             "text_mode": s.text_mode,
+            "sandbox": jail.summary,
         }));
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
