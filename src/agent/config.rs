@@ -33,6 +33,15 @@ pub struct Profile {
     pub model: Option<String>,
     /// The model's context window in tokens, when the catalogue is wrong or silent.
     pub context_window: Option<u64>,
+    /// Seconds the server may stay silent (before its headers, between two
+    /// chunks) before the attempt counts as dropped (default 60).
+    pub idle_timeout: Option<u64>,
+    /// Seconds one model reply may take, retries included (default 600).
+    pub turn_timeout: Option<u64>,
+    /// Retries of a failed model request (default 4).
+    pub max_retries: Option<u32>,
+    /// The most bytes of text and tool arguments in one reply (default 4 MiB).
+    pub max_reply_bytes: Option<u64>,
 }
 
 /// Permission rules, as `tool(pattern)` strings.
@@ -68,6 +77,15 @@ pub struct Layer {
     pub max_turns: Option<u32>,
     /// Seconds a `bash` command may run.
     pub bash_timeout: Option<u64>,
+    /// Seconds the server may stay silent (before its headers, between two
+    /// chunks) before the attempt counts as dropped (default 60).
+    pub idle_timeout: Option<u64>,
+    /// Seconds one model reply may take, retries included (default 600).
+    pub turn_timeout: Option<u64>,
+    /// Retries of a failed model request (default 4).
+    pub max_retries: Option<u32>,
+    /// The most bytes of text and tool arguments in one reply (default 4 MiB).
+    pub max_reply_bytes: Option<u64>,
     /// Named providers.
     #[serde(default)]
     pub providers: BTreeMap<String, Profile>,
@@ -105,6 +123,10 @@ impl Layer {
         self.permission = over.permission.or(self.permission);
         self.max_turns = over.max_turns.or(self.max_turns);
         self.bash_timeout = over.bash_timeout.or(self.bash_timeout);
+        self.idle_timeout = over.idle_timeout.or(self.idle_timeout);
+        self.turn_timeout = over.turn_timeout.or(self.turn_timeout);
+        self.max_retries = over.max_retries.or(self.max_retries);
+        self.max_reply_bytes = over.max_reply_bytes.or(self.max_reply_bytes);
         for (name, p) in over.providers {
             let base = self.providers.remove(&name).unwrap_or_default();
             self.providers.insert(
@@ -115,6 +137,10 @@ impl Layer {
                     api_key_env: p.api_key_env.or(base.api_key_env),
                     model: p.model.or(base.model),
                     context_window: p.context_window.or(base.context_window),
+                    idle_timeout: p.idle_timeout.or(base.idle_timeout),
+                    turn_timeout: p.turn_timeout.or(base.turn_timeout),
+                    max_retries: p.max_retries.or(base.max_retries),
+                    max_reply_bytes: p.max_reply_bytes.or(base.max_reply_bytes),
                 },
             );
         }
