@@ -252,23 +252,39 @@ mod tests {
 
     use super::*;
 
-    /// The events of a stream that delivers `pieces` in order, then closes.
-    fn events_in(pieces: &[&[u8]]) -> Vec<SseEvent> {
+    /// The events and the failure, if any, of a stream that delivers
+    /// `pieces` in order and closes, with events of at most `max_event` bytes.
+    fn read(pieces: &[&[u8]], max_event: usize) -> (Vec<SseEvent>, Option<Failure>) {
         let chunks: Vec<Result<Vec<u8>, Infallible>> =
             pieces.iter().map(|p| Ok(p.to_vec())).collect();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
             .unwrap();
-        runtime.block_on(
+        let all: Vec<Result<SseEvent, Failure>> = runtime.block_on(
             super::events(
                 futures_util::stream::iter(chunks),
                 Duration::from_secs(60),
-                usize::MAX,
+                max_event,
             )
-            .map(|e| e.unwrap())
             .collect(),
-        )
+        );
+        let mut events = Vec::new();
+        let mut failure = None;
+        for item in all {
+            match item {
+                Ok(e) => events.push(e),
+                Err(f) => failure = Some(f),
+            }
+        }
+        (events, failure)
+    }
+
+    /// The events of a stream that delivers `pieces` in order, then closes.
+    fn events_in(pieces: &[&[u8]]) -> Vec<SseEvent> {
+        let (events, failure) = read(pieces, usize::MAX);
+        assert_eq!(failure, None);
+        events
     }
 
     /// The events of `input` sent in one piece.
@@ -336,32 +352,9 @@ mod tests {
         assert_eq!(got, vec![ev(None, "a\u{FFFD}b"), ev(None, "c")]);
     }
 
-    /// The events and the failure, if any, of a stream of `pieces` whose
-    /// events may hold at most `max_event` bytes.
     fn capped(pieces: &[&str], max_event: usize) -> (Vec<SseEvent>, Option<Failure>) {
-        let chunks: Vec<Result<Vec<u8>, Infallible>> =
-            pieces.iter().map(|p| Ok(p.as_bytes().to_vec())).collect();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .unwrap();
-        let all: Vec<Result<SseEvent, Failure>> = runtime.block_on(
-            super::events(
-                futures_util::stream::iter(chunks),
-                Duration::from_secs(60),
-                max_event,
-            )
-            .collect(),
-        );
-        let mut events = Vec::new();
-        let mut failure = None;
-        for item in all {
-            match item {
-                Ok(e) => events.push(e),
-                Err(f) => failure = Some(f),
-            }
-        }
-        (events, failure)
+        let pieces: Vec<&[u8]> = pieces.iter().map(|p| p.as_bytes()).collect();
+        read(&pieces, max_event)
     }
 
     fn over(n: usize) -> Option<Failure> {
