@@ -33,6 +33,15 @@ pub struct Profile {
     pub model: Option<String>,
     /// The model's context window in tokens, when the catalogue is wrong or silent.
     pub context_window: Option<u64>,
+    /// Seconds the server may stay silent (before its headers, between two
+    /// chunks) before the attempt counts as dropped (default 60).
+    pub idle_timeout: Option<u64>,
+    /// Seconds one model reply may take, retries included (default 600).
+    pub turn_timeout: Option<u64>,
+    /// Retries of a failed model request (default 4).
+    pub max_retries: Option<u32>,
+    /// The most bytes of text and tool arguments in one reply (default 4 MiB).
+    pub max_reply_bytes: Option<u64>,
 }
 
 /// Permission rules, as `tool(pattern)` strings.
@@ -76,6 +85,15 @@ pub struct Layer {
     /// `~/…`; appended across layers).
     #[serde(default)]
     pub sandbox_writable: Vec<String>,
+    /// Seconds the server may stay silent (before its headers, between two
+    /// chunks) before the attempt counts as dropped (default 60).
+    pub idle_timeout: Option<u64>,
+    /// Seconds one model reply may take, retries included (default 600).
+    pub turn_timeout: Option<u64>,
+    /// Retries of a failed model request (default 4).
+    pub max_retries: Option<u32>,
+    /// The most bytes of text and tool arguments in one reply (default 4 MiB).
+    pub max_reply_bytes: Option<u64>,
     /// Named providers.
     #[serde(default)]
     pub providers: BTreeMap<String, Profile>,
@@ -116,6 +134,10 @@ impl Layer {
         self.sandbox = over.sandbox.or(self.sandbox);
         self.sandbox_network = over.sandbox_network.or(self.sandbox_network);
         self.sandbox_writable.extend(over.sandbox_writable);
+        self.idle_timeout = over.idle_timeout.or(self.idle_timeout);
+        self.turn_timeout = over.turn_timeout.or(self.turn_timeout);
+        self.max_retries = over.max_retries.or(self.max_retries);
+        self.max_reply_bytes = over.max_reply_bytes.or(self.max_reply_bytes);
         for (name, p) in over.providers {
             let base = self.providers.remove(&name).unwrap_or_default();
             self.providers.insert(
@@ -126,6 +148,10 @@ impl Layer {
                     api_key_env: p.api_key_env.or(base.api_key_env),
                     model: p.model.or(base.model),
                     context_window: p.context_window.or(base.context_window),
+                    idle_timeout: p.idle_timeout.or(base.idle_timeout),
+                    turn_timeout: p.turn_timeout.or(base.turn_timeout),
+                    max_retries: p.max_retries.or(base.max_retries),
+                    max_reply_bytes: p.max_reply_bytes.or(base.max_reply_bytes),
                 },
             );
         }

@@ -214,4 +214,73 @@ pub enum ProviderError {
     /// The response could not be read.
     #[error("malformed response: {0}")]
     Malformed(String),
+    /// The server answered with a redirect (3xx). Redirects are not
+    /// followed: the request carries the key, which must not go elsewhere.
+    #[error("redirected ({status})")]
+    Redirected {
+        /// HTTP status.
+        status: u16,
+        /// Where it pointed (made absolute), if it said.
+        location: Option<String>,
+        /// The base URL whose endpoint `location` is, when it ends with the
+        /// wire's path: what to configure if that server is the right one.
+        location_base: Option<String>,
+    },
+    /// A success status without an event stream (a JSON or HTML body where
+    /// `text/event-stream` was expected).
+    #[error("no event stream")]
+    NotEventStream {
+        /// The `Content-Type` it sent, if any.
+        content_type: Option<String>,
+        /// The start of what it sent.
+        body: String,
+    },
+    /// A bound on one reply ended it.
+    #[error("stopped by {0}")]
+    LimitReached(Limit),
+    /// The base URL cannot be used; refused before any request.
+    #[error("unusable base URL `{url}`")]
+    InvalidBaseUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        problem: BaseUrlProblem,
+    },
+}
+
+/// A bound on one reply (see the provider's configuration); each ends the
+/// reply as [`ProviderError::LimitReached`] and is never retried. (The idle
+/// timeout, which is retried, ends as [`ProviderError::Timeout`].)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Limit {
+    /// The turn's wall-clock limit: the whole reply, retries included.
+    Turn(std::time::Duration),
+    /// The most bytes of text and tool arguments one reply may hold (and the
+    /// most one event of its stream may hold).
+    ReplyBytes(usize),
+}
+
+impl std::fmt::Display for Limit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Limit::Turn(d) => write!(f, "the turn limit ({} s)", d.as_secs_f64()),
+            Limit::ReplyBytes(n) => write!(f, "the reply size cap ({n} bytes)"),
+        }
+    }
+}
+
+/// Why a base URL was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BaseUrlProblem {
+    /// It does not parse as a URL; the parser's reason.
+    Unparsable(String),
+    /// Its scheme is not `http` or `https` (`file`, `ftp`…).
+    Scheme(String),
+    /// It names no host.
+    NoHost,
+    /// It has a `?query` or a `#fragment`, which the endpoint path would
+    /// end up behind.
+    QueryOrFragment,
 }

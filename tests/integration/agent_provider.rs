@@ -21,6 +21,7 @@ fn quick_retries() -> RetryPolicy {
         max_retries: 2,
         base_delay: Duration::from_millis(5),
         max_delay: Duration::from_secs(2),
+        ..RetryPolicy::default()
     }
 }
 

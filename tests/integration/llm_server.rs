@@ -18,6 +18,14 @@
 //!   socket has read/write timeouts, and a stalled response watches the flag.
 //!   Drop waits for all of it, and that wait is bounded.
 //!
+//! - Hostile servers for the provider's limits: a redirect
+//!   ([`Scripted::redirect`]), an endless stream of one event repeated
+//!   ([`Scripted::Forever`]: keep-alive comments, a token at a time, text as
+//!   fast as the socket takes it), headers that never end
+//!   ([`Scripted::Slowloris`]) and a server that never answers
+//!   ([`Scripted::Silent`]). Each stops when the client hangs up or the
+//!   server is dropped.
+//!
 //! Not supported, because no client under test sends it: chunked request
 //! bodies, `Expect: 100-continue`, keep-alive, TLS.
 
@@ -74,6 +82,29 @@ pub(crate) enum Scripted {
         /// What is sent before the silence.
         head: String,
         /// How long the silence lasts (cut short when the server stops).
+        hold: Duration,
+    },
+    /// The headers of a stream and `head`, then `event` again and again,
+    /// `every` apart (back to back when zero), until the client hangs up or
+    /// the server stops.
+    Forever {
+        /// What is sent once, first.
+        head: String,
+        /// What is repeated.
+        event: String,
+        /// The pause between two repeats.
+        every: Duration,
+    },
+    /// A status line and a header one byte at a time, `every` apart; the
+    /// header's value never ends.
+    Slowloris {
+        /// The pause between two bytes.
+        every: Duration,
+    },
+    /// Reads the request and sends nothing for `hold` (cut short when the
+    /// server stops), then closes.
+    Silent {
+        /// How long the silence lasts.
         hold: Duration,
     },
 }
@@ -361,6 +392,48 @@ impl Scripted {
         }
     }
 
+    /// A redirect: `status` (301, 302, 307, 308…) to `location`.
+    pub(crate) fn redirect(status: u16, location: &str) -> Scripted {
+        Scripted::status(status, "").with_header("location", location)
+    }
+
+    /// An OpenAI stream that sends `text` as one chunk every `every`, forever.
+    pub(crate) fn openai_forever(text: &str, every: Duration) -> Scripted {
+        Scripted::Forever {
+            head: OpenAiDelta::Role.render(),
+            event: OpenAiDelta::Text(text.to_owned()).render(),
+            every,
+        }
+    }
+
+    /// An Anthropic stream that opens a text block and sends `text` as one
+    /// delta every `every`, forever.
+    pub(crate) fn anthropic_forever(text: &str, every: Duration) -> Scripted {
+        let Scripted::Stream { events } = Scripted::anthropic_text("x") else {
+            unreachable!("anthropic_text is a stream");
+        };
+        // message_start, ping, content_block_start.
+        let head: String = events.iter().take(3).map(String::as_str).collect();
+        Scripted::Forever {
+            head,
+            event: sse_event(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": 0,
+                        "delta": {"type": "text_delta", "text": text}}),
+            ),
+            every,
+        }
+    }
+
+    /// A stream of nothing but keep-alive comments, one every `every`.
+    pub(crate) fn keep_alive_forever(every: Duration) -> Scripted {
+        Scripted::Forever {
+            head: String::new(),
+            event: ": keep-alive\n\n".to_owned(),
+            every,
+        }
+    }
+
     /// This raw response with one more header.
     ///
     /// # Panics
@@ -600,6 +673,7 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     });
 
     let mut out = stream;
+    let stopped = || shared.stop.load(Ordering::SeqCst);
     const STREAM_HEADERS: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
     match response {
         Scripted::Stream { events } => {
@@ -643,17 +717,54 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             out.write_all(head.as_bytes())?;
             out.flush()?;
             let until = Instant::now() + hold;
-            while Instant::now() < until && !shared.stop.load(Ordering::SeqCst) {
+            while Instant::now() < until && !stopped() {
                 std::thread::sleep(Duration::from_millis(5));
             }
         }
+        Scripted::Forever { head, event, every } => {
+            out.write_all(STREAM_HEADERS.as_bytes())?;
+            out.write_all(head.as_bytes())?;
+            out.flush()?;
+            // A write fails once the client hangs up; that ends it too.
+            while !stopped() {
+                out.write_all(event.as_bytes())?;
+                out.flush()?;
+                pause(every, &stopped);
+            }
+        }
+        Scripted::Slowloris { every } => {
+            // A status line, then one header whose value never ends.
+            let head = "HTTP/1.1 200 OK\r\nx-slow: ".bytes();
+            for byte in head.chain(std::iter::repeat(b'a')) {
+                if stopped() {
+                    break;
+                }
+                out.write_all(&[byte])?;
+                out.flush()?;
+                pause(every, &stopped);
+            }
+        }
+        Scripted::Silent { hold } => pause(hold, &stopped),
     }
     out.shutdown(Shutdown::Both)
+}
+
+/// Sleeps for `length`, in small steps so that a stopping server is not held up.
+fn pause(length: Duration, stopped: &dyn Fn() -> bool) {
+    let until = Instant::now() + length;
+    while Instant::now() < until && !stopped() {
+        std::thread::sleep(Duration::from_millis(5).min(length));
+    }
 }
 
 fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
+        301 => "Moved Permanently",
+        302 => "Found",
+        303 => "See Other",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
         400 => "Bad Request",
         401 => "Unauthorized",
         403 => "Forbidden",

@@ -149,6 +149,8 @@ struct AnthropicStream {
     done: BTreeMap<u64, Block>,
     stop_reason: Option<String>,
     usage: Usage,
+    /// Bytes of text and tool input so far.
+    size: usize,
 }
 
 impl Decoder for AnthropicStream {
@@ -183,6 +185,7 @@ impl Decoder for AnthropicStream {
                         if !text.is_empty() {
                             on_event(StreamEvent::Text(text.to_owned()));
                         }
+                        self.size += text.len();
                         OpenBlock::Text(text.to_owned())
                     }
                     Some("tool_use") => OpenBlock::Tool {
@@ -214,12 +217,14 @@ impl Decoder for AnthropicStream {
                             && !piece.is_empty()
                         {
                             text.push_str(piece);
+                            self.size += piece.len();
                             on_event(StreamEvent::Text(piece.to_owned()));
                         }
                     }
                     (Some(OpenBlock::Tool { json, .. }), Some("input_json_delta")) => {
                         if let Some(piece) = delta.get("partial_json").and_then(Value::as_str) {
                             json.push_str(piece);
+                            self.size += piece.len();
                         }
                     }
                     _ => {}
@@ -255,6 +260,10 @@ impl Decoder for AnthropicStream {
 
     fn complete_without_marker(&self) -> bool {
         self.stop_reason.is_some()
+    }
+
+    fn size(&self) -> usize {
+        self.size
     }
 
     fn finish(mut self: Box<Self>, on_event: &mut (dyn FnMut(StreamEvent) + Send)) -> Reply {

@@ -42,7 +42,22 @@
 //!   it sends one, else `base_delay · 2^n` capped at `max_delay`, without
 //!   jitter (one user, one process: there is no herd to spread). A server
 //!   asking for longer than `max_delay` is a quota window, not a blip: the
-//!   call gives up at once instead of sleeping through it.
+//!   call gives up at once instead of sleeping through it. So does a wait
+//!   that would take the waiting past [`RetryPolicy::wait_budget`] or the
+//!   turn past its deadline; the error is then the last attempt's.
+//! - Redirects are never followed, whatever their origin: the request
+//!   carries the key (a followed 307 re-posts it, `x-api-key` included, to
+//!   wherever the server points). A 3xx is [`ProviderError::Redirected`],
+//!   saying where to, and the person points the base URL there.
+//! - Everything a server sends is bounded, so a hostile or broken one ends
+//!   the reply instead of holding it ([`ProviderConfig`] has the values):
+//!   silence (before the headers, between two chunks) by the idle timeout,
+//!   which keep-alive comments reset; the whole reply, retries included, by
+//!   the turn's wall-clock limit, which nothing resets; text and tool
+//!   arguments, and any one event, by the reply size cap; an error body by
+//!   [`EVIDENCE_BYTES`]. The first two end as [`ProviderError::Timeout`]
+//!   (retried) and [`Limit::Turn`]; the cap as [`Limit::ReplyBytes`], never
+//!   retried (the same server would send the same endless reply).
 //!
 //! Recognising error classes means reading the server's error body (a
 //! context overflow is a 400 like any other); that is confined to
@@ -58,7 +73,9 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use serde_json::Value;
 
-use crate::agent::types::{Block, Message, ProviderError, Reply, Request, StreamEvent};
+use crate::agent::types::{
+    BaseUrlProblem, Block, Limit, Message, ProviderError, Reply, Request, StreamEvent,
+};
 
 mod sse;
 
@@ -98,6 +115,9 @@ trait Decoder: Send {
     /// Whether a stream that closed without its end marker still delivered
     /// the whole answer (its stop reason arrived).
     fn complete_without_marker(&self) -> bool;
+
+    /// Bytes of text and tool arguments read so far, for the reply size cap.
+    fn size(&self) -> usize;
 
     /// The assembled reply (calls still open are closed).
     fn finish(self: Box<Self>, on_event: &mut (dyn FnMut(StreamEvent) + Send)) -> Reply;
@@ -146,14 +166,21 @@ pub struct RetryPolicy {
     pub base_delay: Duration,
     /// The longest wait; a server asking for more makes the call give up.
     pub max_delay: Duration,
+    /// The most time spent waiting between attempts, summed over one call;
+    /// a wait that would pass it makes the call give up instead.
+    pub wait_budget: Duration,
 }
 
 impl Default for RetryPolicy {
+    /// Four retries, 0.5 s doubling to at most 30 s each, at most 120 s of
+    /// waiting in all: a blip or a short overload is waited out, a server
+    /// that stays down is reported within about two minutes.
     fn default() -> RetryPolicy {
         RetryPolicy {
             max_retries: 4,
             base_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(30),
+            wait_budget: Duration::from_secs(120),
         }
     }
 }
@@ -183,14 +210,26 @@ pub struct ProviderConfig {
     pub connect_timeout: Duration,
     /// How long the server may stay silent (before its headers, or between
     /// two chunks of the stream) before the attempt counts as dropped.
+    /// Keep-alive comments count as chunks.
     pub idle_timeout: Duration,
+    /// The wall-clock limit of one [`Provider::complete`]: connecting,
+    /// streaming and every retry with its waits.
+    pub turn_timeout: Duration,
+    /// The most bytes of text and tool arguments one reply may hold; also
+    /// the most one event of the stream may hold.
+    pub max_reply_bytes: usize,
     /// Retries.
     pub retry: RetryPolicy,
 }
 
 impl ProviderConfig {
-    /// A configuration with no key, a 10 s connect timeout, a 300 s idle
-    /// timeout and the default [`RetryPolicy`].
+    /// A configuration with no key and the defaults: a 10 s connect timeout;
+    /// a 60 s idle timeout (a server silent for a minute is not coming back
+    /// soon; a slow local model that needs longer to read a long prompt can
+    /// be given more); a 600 s turn limit (ten minutes for one reply, retries
+    /// included, is longer than any healthy reply takes); a 4 MiB reply cap
+    /// (a hundred times a long reply); and the default [`RetryPolicy`]. A
+    /// silent server is thus given up on after 5 × 60 s at most.
     pub fn new(
         wire: Wire,
         base_url: impl Into<String>,
@@ -202,7 +241,9 @@ impl ProviderConfig {
             api_key: None,
             model: model.into(),
             connect_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(300),
+            idle_timeout: Duration::from_secs(60),
+            turn_timeout: Duration::from_secs(600),
+            max_reply_bytes: 4 << 20,
             retry: RetryPolicy::default(),
         }
     }
@@ -218,6 +259,8 @@ impl fmt::Debug for ProviderConfig {
             .field("model", &self.model)
             .field("connect_timeout", &self.connect_timeout)
             .field("idle_timeout", &self.idle_timeout)
+            .field("turn_timeout", &self.turn_timeout)
+            .field("max_reply_bytes", &self.max_reply_bytes)
             .field("retry", &self.retry)
             .finish()
     }
@@ -233,6 +276,8 @@ pub struct Provider {
     http: reqwest::Client,
     retry: RetryPolicy,
     idle_timeout: Duration,
+    turn_timeout: Duration,
+    max_reply_bytes: usize,
 }
 
 // Hand-written so that a key never ends up in a log or a panic message.
@@ -245,16 +290,30 @@ impl fmt::Debug for Provider {
             .field("model", &self.model)
             .field("retry", &self.retry)
             .field("idle_timeout", &self.idle_timeout)
+            .field("turn_timeout", &self.turn_timeout)
+            .field("max_reply_bytes", &self.max_reply_bytes)
             .finish()
     }
 }
 
 impl Provider {
-    /// A provider for `config`. Fails only if the HTTP client cannot be built
-    /// (no TLS backend), reported as [`ProviderError::Connection`].
+    /// A provider for `config`.
+    ///
+    /// # Errors
+    ///
+    /// [`ProviderError::InvalidBaseUrl`] for a base URL that is not an
+    /// `http`/`https` URL with a host and without a query or fragment (a
+    /// configuration error: nothing was sent); [`ProviderError::Connection`]
+    /// if the HTTP client cannot be built (no TLS backend).
     pub fn new(config: ProviderConfig) -> Result<Provider, ProviderError> {
+        check_base_url(&config.base_url).map_err(|problem| ProviderError::InvalidBaseUrl {
+            url: config.base_url.clone(),
+            problem,
+        })?;
         let http = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
+            // See the module docs: the key must not follow a redirect.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| ProviderError::Connection(error_chain(&e)))?;
         Ok(Provider {
@@ -265,6 +324,8 @@ impl Provider {
             http,
             retry: config.retry,
             idle_timeout: config.idle_timeout,
+            turn_timeout: config.turn_timeout,
+            max_reply_bytes: config.max_reply_bytes,
         })
     }
 
@@ -300,16 +361,37 @@ impl Provider {
     }
 
     /// Sends `req`, streams the reply into `on_event` as it arrives, and
-    /// returns the assembled reply, retrying as the module docs describe.
+    /// returns the assembled reply, retrying and bounded as the module docs
+    /// describe.
     pub async fn complete(
         &self,
         req: &Request,
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
     ) -> Result<Reply, ProviderError> {
         let body = self.body(req);
+        // A limit too large to add to the clock is no limit.
+        let Some(deadline) = tokio::time::Instant::now().checked_add(self.turn_timeout) else {
+            return self.retried(&body, on_event, None).await;
+        };
+        match tokio::time::timeout_at(deadline, self.retried(&body, on_event, Some(deadline))).await
+        {
+            Ok(result) => result,
+            Err(_) => Err(ProviderError::LimitReached(Limit::Turn(self.turn_timeout))),
+        }
+    }
+
+    /// Attempts until one succeeds, fails for good, or the retries, the wait
+    /// budget or the time before `deadline` run out.
+    async fn retried(
+        &self,
+        body: &Value,
+        on_event: &mut (dyn FnMut(StreamEvent) + Send),
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<Reply, ProviderError> {
         let mut retry = 0;
+        let mut waited = Duration::ZERO;
         loop {
-            let (error, wait) = match self.attempt(&body, on_event).await {
+            let (error, wait) = match self.attempt(body, on_event).await {
                 Ok(reply) => return Ok(reply),
                 Err(Failure::Fatal(error)) => return Err(error),
                 Err(Failure::Retry { error, wait }) => (error, wait),
@@ -322,6 +404,17 @@ impl Provider {
                 Some(asked) => asked,
                 None => self.retry.backoff(retry),
             };
+            waited = waited.saturating_add(delay);
+            // Sleeping into the deadline would only turn the server's error
+            // into a turn limit, later.
+            let past_deadline = deadline.is_some_and(|d| {
+                tokio::time::Instant::now()
+                    .checked_add(delay)
+                    .is_none_or(|end| end >= d)
+            });
+            if waited > self.retry.wait_budget || past_deadline {
+                return Err(error);
+            }
             tokio::time::sleep(delay).await;
             retry += 1;
         }
@@ -346,22 +439,60 @@ impl Provider {
             Ok(Ok(response)) => response,
         };
         let status = response.status().as_u16();
+        if response.status().is_redirection() {
+            let location = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|l| l.to_str().ok())
+                .map(|l| match response.url().join(l) {
+                    Ok(url) => url.to_string(),
+                    Err(_) => l.to_owned(),
+                });
+            let location_base = location
+                .as_deref()
+                .and_then(|l| l.strip_suffix(protocol.path()))
+                .map(str::to_owned);
+            return Err(Failure::Fatal(ProviderError::Redirected {
+                status,
+                location,
+                location_base,
+            }));
+        }
         if !response.status().is_success() {
             let wait = retry_after(response.headers());
-            // The body is only evidence; a server that cannot finish sending
-            // it still gets its status classified.
-            let text = match tokio::time::timeout(self.idle_timeout, response.text()).await {
-                Ok(Ok(text)) => text,
-                _ => String::new(),
-            };
+            let text = self.evidence(response).await;
             return Err(classify(status, text, wait));
+        }
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        let is_stream = content_type.as_deref().is_some_and(|t| {
+            let essence = t.split(';').next().unwrap_or("").trim();
+            essence.eq_ignore_ascii_case("text/event-stream")
+        });
+        if !is_stream {
+            let body = self.evidence(response).await;
+            return Err(Failure::Fatal(ProviderError::NotEventStream {
+                content_type,
+                body,
+            }));
         }
 
         let mut decoder = protocol.decoder();
-        let mut events = std::pin::pin!(sse::events(response.bytes_stream(), self.idle_timeout));
+        let mut events = std::pin::pin!(sse::events(
+            response.bytes_stream(),
+            self.idle_timeout,
+            self.max_reply_bytes
+        ));
         while let Some(event) = events.next().await {
             if decoder.event(&event?, on_event)? {
                 return Ok(decoder.finish(on_event));
+            }
+            if decoder.size() > self.max_reply_bytes {
+                return Err(Failure::Fatal(ProviderError::LimitReached(
+                    Limit::ReplyBytes(self.max_reply_bytes),
+                )));
             }
         }
         // An event cut off by the close was discarded by `sse::events`: it is
@@ -379,6 +510,48 @@ impl Provider {
 /// The [`ProviderError::Connection`] payload for a stream that closed before
 /// its end marker.
 pub const STREAM_ENDED_EARLY: &str = "stream ended before its end marker";
+
+/// The most of a body read when it is only evidence (an error status, a
+/// reply that is not a stream): enough for any error message, and a bound
+/// on a server that answers an error with an endless body.
+pub const EVIDENCE_BYTES: usize = 64 << 10;
+
+impl Provider {
+    /// The start of `response`'s body, at most [`EVIDENCE_BYTES`], as text.
+    /// The body is only evidence: a server that cannot finish sending it
+    /// still gets its status classified with what did arrive.
+    async fn evidence(&self, response: reqwest::Response) -> String {
+        let mut body = Vec::new();
+        let mut chunks = std::pin::pin!(response.bytes_stream());
+        while body.len() < EVIDENCE_BYTES {
+            match tokio::time::timeout(self.idle_timeout, chunks.next()).await {
+                Ok(Some(Ok(chunk))) => {
+                    let room = EVIDENCE_BYTES - body.len();
+                    body.extend_from_slice(chunk.get(..room).unwrap_or(&chunk));
+                }
+                _ => break,
+            }
+        }
+        String::from_utf8_lossy(&body).into_owned()
+    }
+}
+
+/// Whether `url` can be a base URL: it parses, its scheme is `http` or
+/// `https`, it names a host, and it has no query or fragment (the endpoint
+/// path is appended to it as text).
+fn check_base_url(url: &str) -> Result<(), BaseUrlProblem> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| BaseUrlProblem::Unparsable(e.to_string()))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(BaseUrlProblem::Scheme(parsed.scheme().to_owned()));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(BaseUrlProblem::NoHost);
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err(BaseUrlProblem::QueryOrFragment);
+    }
+    Ok(())
+}
 
 /// How one attempt failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -595,6 +768,7 @@ mod tests {
             max_retries: 40,
             base_delay: Duration::from_millis(100),
             max_delay: Duration::from_secs(1),
+            ..RetryPolicy::default()
         };
         let waits: Vec<u128> = (0..6).map(|n| policy.backoff(n).as_millis()).collect();
         assert_eq!(waits, vec![100, 200, 400, 800, 1000, 1000]);

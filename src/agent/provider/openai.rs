@@ -182,6 +182,8 @@ struct OpenAiStream {
     finish_reason: Option<String>,
     usage: Usage,
     announced: bool,
+    /// Bytes of text and arguments so far.
+    size: usize,
 }
 
 impl Decoder for OpenAiStream {
@@ -213,11 +215,12 @@ impl Decoder for OpenAiStream {
                     && !text.is_empty()
                 {
                     self.text.push_str(text);
+                    self.size += text.len();
                     on_event(StreamEvent::Text(text.to_owned()));
                 }
                 if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
                     for call in calls {
-                        self.call_delta(call);
+                        self.size += self.call_delta(call);
                     }
                 }
             }
@@ -231,6 +234,10 @@ impl Decoder for OpenAiStream {
 
     fn complete_without_marker(&self) -> bool {
         self.finish_reason.is_some()
+    }
+
+    fn size(&self) -> usize {
+        self.size
     }
 
     fn finish(mut self: Box<Self>, on_event: &mut (dyn FnMut(StreamEvent) + Send)) -> Reply {
@@ -261,8 +268,9 @@ impl Decoder for OpenAiStream {
 
 impl OpenAiStream {
     /// Folds one tool-call delta into its call. Calls are told apart by
-    /// `index`; id and name come first, `arguments` in pieces.
-    fn call_delta(&mut self, delta: &Value) {
+    /// `index`; id and name come first, `arguments` in pieces. Returns how
+    /// many bytes of arguments it added.
+    fn call_delta(&mut self, delta: &Value) -> usize {
         let id = delta.get("id").and_then(Value::as_str).unwrap_or("");
         let function = delta.get("function");
         let name = function
@@ -292,7 +300,7 @@ impl OpenAiStream {
             }
         };
         let Some(call) = self.calls.get_mut(position) else {
-            return;
+            return 0;
         };
         if call.id.is_empty() {
             call.id = id.to_owned();
@@ -300,12 +308,14 @@ impl OpenAiStream {
         if call.name.is_empty() {
             call.name = name.to_owned();
         }
+        let before = call.arguments.len();
         match function.and_then(|f| f.get("arguments")) {
             Some(Value::String(piece)) => call.arguments.push_str(piece),
             // Some servers send the arguments as an object rather than JSON text.
             Some(v @ Value::Object(_)) => call.arguments.push_str(&v.to_string()),
             _ => {}
         }
+        call.arguments.len() - before
     }
 
     /// Calls can interleave, so each is known complete only when the choice

@@ -13,7 +13,13 @@
 //!   bytes came, and lost when the stream closed right after it;
 //! - **invalid UTF-8** becomes U+FFFD. The crate keeps every byte after an
 //!   invalid sequence in a buffer, waiting for it to become valid, so one bad
-//!   byte would stall the stream and grow that buffer without end.
+//!   byte would stall the stream and grow that buffer without end;
+//! - **the size of one event**: the crate buffers an event until its blank
+//!   line, so a server that never sends one (an endless line, endless `data:`
+//!   lines) would grow that buffer without end. The bytes since the last
+//!   blank line are counted, and more than the reply size cap ends the
+//!   stream with [`Limit::ReplyBytes`]: an event larger than a whole reply
+//!   may be is no part of one.
 //!
 //! Not here: what the events mean (the wires' decoders), retries, and
 //! `id:` / `retry:` fields (a retry repeats the whole request, never resumes
@@ -27,7 +33,7 @@ use eventsource_stream::{EventStream, EventStreamError};
 use futures_util::{Stream, StreamExt};
 
 use super::{Failure, error_chain};
-use crate::agent::types::ProviderError;
+use crate::agent::types::{Limit, ProviderError};
 
 /// One server-sent event: its `event:` name, if any, and its `data:` lines
 /// joined with `\n`.
@@ -43,10 +49,12 @@ pub(super) struct SseEvent {
 /// The events of `bytes`, a reply's body as it arrives. Ends with the
 /// stream; fails (and then ends) when a chunk takes longer than `idle`
 /// ([`ProviderError::Timeout`]) or the connection breaks
-/// ([`ProviderError::Connection`]), both retryable.
+/// ([`ProviderError::Connection`]), both retryable, or when one event grows
+/// past `max_event` bytes ([`Limit::ReplyBytes`], fatal).
 pub(super) fn events<S, B, E>(
     bytes: S,
     idle: Duration,
+    max_event: usize,
 ) -> impl Stream<Item = Result<SseEvent, Failure>> + Send
 where
     S: Stream<Item = Result<B, E>> + Send + 'static,
@@ -58,6 +66,9 @@ where
         idle,
         after_cr: false,
         partial: Vec::new(),
+        max_event,
+        in_event: 0,
+        after_lf: true,
         done: false,
     };
     let text = futures_util::stream::unfold(guard, |mut guard| async move {
@@ -89,6 +100,13 @@ struct Guard<S> {
     after_cr: bool,
     /// The start of a UTF-8 sequence the last chunk cut (at most 3 bytes).
     partial: Vec<u8>,
+    /// The most bytes between two blank lines.
+    max_event: usize,
+    /// Bytes passed on since the last blank line.
+    in_event: usize,
+    /// The text passed on so far ends with `\n` (or nothing was passed on):
+    /// a `\n` opening the next piece ends a blank line.
+    after_lf: bool,
     /// A failure or the end was reported; nothing more comes.
     done: bool,
 }
@@ -125,12 +143,46 @@ where
                 }
                 Ok(chunk) => {
                     let text = self.text(chunk.as_ref());
-                    if !text.is_empty() {
-                        return Some(Ok(text));
+                    if text.is_empty() {
+                        continue;
                     }
+                    if !self.fits(&text) {
+                        self.done = true;
+                        let limit = Limit::ReplyBytes(self.max_event);
+                        return Some(Err(Failure::Fatal(ProviderError::LimitReached(limit))));
+                    }
+                    return Some(Ok(text));
                 }
             }
         }
+    }
+
+    /// Counts `text` into the events it continues, ends and starts; `false`
+    /// once one passes `max_event` bytes (its blank line included). An
+    /// event ends at a blank line (`\n\n`, the line endings being `\n` by
+    /// now), which may straddle two pieces.
+    fn fits(&mut self, text: &str) -> bool {
+        let bytes = text.as_bytes();
+        let mut start = 0;
+        if self.after_lf && bytes.first() == Some(&b'\n') {
+            start = 1;
+            if self.in_event.saturating_add(1) > self.max_event {
+                return false;
+            }
+            self.in_event = 0;
+        }
+        let base = start;
+        for at in memchr::memmem::find_iter(&bytes[base..], b"\n\n") {
+            let end = base + at + 2;
+            if self.in_event.saturating_add(end - start) > self.max_event {
+                return false;
+            }
+            self.in_event = 0;
+            start = end;
+        }
+        self.in_event = self.in_event.saturating_add(bytes.len() - start);
+        self.after_lf = bytes.last() == Some(&b'\n');
+        self.in_event <= self.max_event
     }
 
     /// `chunk` with `\n` line endings, as text; an invalid sequence becomes
@@ -200,19 +252,39 @@ mod tests {
 
     use super::*;
 
-    /// The events of a stream that delivers `pieces` in order, then closes.
-    fn events_in(pieces: &[&[u8]]) -> Vec<SseEvent> {
+    /// The events and the failure, if any, of a stream that delivers
+    /// `pieces` in order and closes, with events of at most `max_event` bytes.
+    fn read(pieces: &[&[u8]], max_event: usize) -> (Vec<SseEvent>, Option<Failure>) {
         let chunks: Vec<Result<Vec<u8>, Infallible>> =
             pieces.iter().map(|p| Ok(p.to_vec())).collect();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
             .unwrap();
-        runtime.block_on(
-            super::events(futures_util::stream::iter(chunks), Duration::from_secs(60))
-                .map(|e| e.unwrap())
-                .collect(),
-        )
+        let all: Vec<Result<SseEvent, Failure>> = runtime.block_on(
+            super::events(
+                futures_util::stream::iter(chunks),
+                Duration::from_secs(60),
+                max_event,
+            )
+            .collect(),
+        );
+        let mut events = Vec::new();
+        let mut failure = None;
+        for item in all {
+            match item {
+                Ok(e) => events.push(e),
+                Err(f) => failure = Some(f),
+            }
+        }
+        (events, failure)
+    }
+
+    /// The events of a stream that delivers `pieces` in order, then closes.
+    fn events_in(pieces: &[&[u8]]) -> Vec<SseEvent> {
+        let (events, failure) = read(pieces, usize::MAX);
+        assert_eq!(failure, None);
+        events
     }
 
     /// The events of `input` sent in one piece.
@@ -278,5 +350,43 @@ mod tests {
     fn invalid_utf8_is_replaced_and_does_not_stall_the_stream() {
         let got = events_in(&[b"data: a\xff", b"b\n\ndata: c\n\n"]);
         assert_eq!(got, vec![ev(None, "a\u{FFFD}b"), ev(None, "c")]);
+    }
+
+    fn capped(pieces: &[&str], max_event: usize) -> (Vec<SseEvent>, Option<Failure>) {
+        let pieces: Vec<&[u8]> = pieces.iter().map(|p| p.as_bytes()).collect();
+        read(&pieces, max_event)
+    }
+
+    fn over(n: usize) -> Option<Failure> {
+        Some(Failure::Fatal(ProviderError::LimitReached(
+            Limit::ReplyBytes(n),
+        )))
+    }
+
+    #[test]
+    fn events_within_the_cap_pass_however_many_there_are() {
+        let event = "data: 0123456789\n\n"; // 18 bytes
+        let many = vec![event; 1000];
+        let (events, failure) = capped(&many, 18);
+        assert_eq!((events.len(), failure), (1000, None));
+        // A blank line split across two pieces still ends the event.
+        let (events, failure) = capped(&["data: 0123456789\n", "\ndata: 0123456789\n\n"], 18);
+        assert_eq!((events.len(), failure), (2, None));
+        // Keep-alive comments are events of their own as far as size goes.
+        let (events, failure) = capped(&vec![": keep-alive\n\n"; 1000], 14);
+        assert_eq!((events.len(), failure), (0, None));
+    }
+
+    #[test]
+    fn an_event_that_never_ends_is_cut_at_the_cap() {
+        // One endless line.
+        let line = ["data: ", &"x".repeat(100), &"x".repeat(100)];
+        assert_eq!(capped(&line, 150), (vec![], over(150)));
+        // Endless data lines without a blank one.
+        let lines = vec!["data: x\n"; 100];
+        assert_eq!(capped(&lines, 500), (vec![], over(500)));
+        // What came before the endless event still came out.
+        let (events, failure) = capped(&["data: a\n\n", "data: ", &"y".repeat(50)], 40);
+        assert_eq!((events, failure), (vec![ev(None, "a")], over(40)));
     }
 }

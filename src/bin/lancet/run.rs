@@ -18,7 +18,7 @@ use lancet::agent::run::{self, Ending, Event, RunConfig};
 use lancet::agent::sandbox::{self, SandboxMode};
 use lancet::agent::session::{Entry, Session};
 use lancet::agent::tools::{Tools, ToolsConfig};
-use lancet::agent::types::{Message, ProviderError};
+use lancet::agent::types::{BaseUrlProblem, Limit, Message, ProviderError};
 
 use crate::cli::FormatChoice;
 use crate::status;
@@ -84,6 +84,11 @@ struct Settings {
     sandbox: SandboxMode,
     sandbox_network: bool,
     sandbox_writable: Vec<PathBuf>,
+    // The provider's limits (seconds, bytes), the profile's over the top level's.
+    idle_timeout: Option<u64>,
+    turn_timeout: Option<u64>,
+    max_retries: Option<u32>,
+    max_reply_bytes: Option<u64>,
     layer: Layer,
 }
 
@@ -199,6 +204,10 @@ fn settings(args: &RunArgs, models: &Models) -> Result<Settings, String> {
         max_turns: args.max_turns.or(layer.max_turns).unwrap_or(50),
         bash_timeout: layer.bash_timeout.unwrap_or(120),
         context_window: profile.context_window,
+        idle_timeout: profile.idle_timeout.or(layer.idle_timeout),
+        turn_timeout: profile.turn_timeout.or(layer.turn_timeout),
+        max_retries: profile.max_retries.or(layer.max_retries),
+        max_reply_bytes: profile.max_reply_bytes.or(layer.max_reply_bytes),
         layer,
     })
 }
@@ -257,9 +266,19 @@ pub(crate) fn run(args: RunArgs) -> u8 {
     };
     let mut pc = ProviderConfig::new(s.wire, s.base_url.clone(), s.model.clone());
     pc.api_key = s.api_key.clone();
+    pc.idle_timeout = s.idle_timeout.map_or(pc.idle_timeout, Duration::from_secs);
+    pc.turn_timeout = s.turn_timeout.map_or(pc.turn_timeout, Duration::from_secs);
+    pc.retry.max_retries = s.max_retries.unwrap_or(pc.retry.max_retries);
+    pc.max_reply_bytes = s.max_reply_bytes.map_or(pc.max_reply_bytes, |n| {
+        usize::try_from(n).unwrap_or(usize::MAX)
+    });
+    let idle = pc.idle_timeout;
     let provider = match Provider::new(pc) {
         Ok(p) => p,
-        Err(e) => return provider_failed(&e, &s),
+        Err(ProviderError::InvalidBaseUrl { url, problem }) => {
+            return crate::usage(&bad_base_url(&url, &problem));
+        }
+        Err(e) => return provider_failed(&e, &s, idle),
     };
     let prompter: Box<dyn Prompter> = if std::io::stdin().is_terminal() {
         Box::new(Terminal)
@@ -359,7 +378,7 @@ pub(crate) fn run(args: RunArgs) -> u8 {
             );
             return status::FAILED;
         }
-        Some(Err(e)) => return provider_failed(&e, &s),
+        Some(Err(e)) => return provider_failed(&e, &s, idle),
         Some(Ok(o)) => o,
     };
     let cost = models
@@ -451,8 +470,22 @@ fn clip(body: &str) -> String {
     }
 }
 
+/// A base URL that cannot be one, and how to write one.
+fn bad_base_url(url: &str, problem: &BaseUrlProblem) -> String {
+    let what = match problem {
+        BaseUrlProblem::Unparsable(reason) => format!("is not a URL ({reason})"),
+        BaseUrlProblem::Scheme(scheme) => format!("is a {scheme}: URL, not http:// or https://"),
+        BaseUrlProblem::NoHost => "names no host".to_owned(),
+        BaseUrlProblem::QueryOrFragment => "has a ?query or #fragment".to_owned(),
+        _ => "cannot be used".to_owned(),
+    };
+    format!(
+        "the base URL `{url}` {what}: give the endpoint as http(s)://HOST[:PORT][/PATH], e.g. http://127.0.0.1:11434/v1 (--base-url, the profile's base_url, or OPENAI_BASE_URL / ANTHROPIC_BASE_URL)"
+    )
+}
+
 /// The provider gave up: what happened and what to do, exit 3.
-fn provider_failed(e: &ProviderError, s: &Settings) -> u8 {
+fn provider_failed(e: &ProviderError, s: &Settings, idle: Duration) -> u8 {
     let what = match e {
         ProviderError::Auth { .. } => format!(
             "the key was refused by {}: check the API key in the environment (OPENAI_API_KEY / ANTHROPIC_API_KEY, or the profile's api_key_env)",
@@ -486,7 +519,33 @@ fn provider_failed(e: &ProviderError, s: &Settings) -> u8 {
             clip(body)
         ),
         ProviderError::Timeout => format!(
-            "{} stopped sending anything (idle timeout): the server may be overloaded or the model too slow to load; try again with --resume",
+            "{} stopped sending anything (idle timeout, {} s): the server may be overloaded or the model too slow to load; try again with --resume, or raise idle_timeout in .lancet.toml",
+            s.base_url,
+            idle.as_secs_f64()
+        ),
+        ProviderError::Redirected {
+            status,
+            location,
+            location_base,
+        } => format!(
+            "{} redirected the request ({status}) to {}: lancet does not follow redirects, so that the key is not sent elsewhere; if that is the right server, point --base-url at {}",
+            s.base_url,
+            location.as_deref().unwrap_or("nowhere it named"),
+            location_base.as_deref().unwrap_or("it")
+        ),
+        ProviderError::NotEventStream { content_type, body } => format!(
+            "{} answered with {} instead of an event stream ({}): is --base-url the model API's endpoint (…/v1 for an OpenAI-compatible server), and does it stream?",
+            s.base_url,
+            content_type.as_deref().unwrap_or("no content type"),
+            clip(body)
+        ),
+        ProviderError::LimitReached(Limit::Turn(limit)) => format!(
+            "the reply from {} took longer than the turn limit ({} s, retries included): the server kept the reply open without finishing it; try again with --resume, or raise turn_timeout in .lancet.toml",
+            s.base_url,
+            limit.as_secs_f64()
+        ),
+        ProviderError::LimitReached(Limit::ReplyBytes(limit)) => format!(
+            "the reply from {} passed the reply size cap ({limit} bytes of text and tool arguments) and was cut off: the server or the model would not stop; raise max_reply_bytes in .lancet.toml if the reply was wanted",
             s.base_url
         ),
         other => format!(
