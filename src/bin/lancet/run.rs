@@ -6,7 +6,6 @@ use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use clap::Args;
 use lancet::Workspace;
 use lancet::agent::config::{self, Layer, WireKind};
 use lancet::agent::models::{EditMode, Models};
@@ -17,52 +16,11 @@ use lancet::agent::provider::{Provider, ProviderConfig, Wire};
 use lancet::agent::run::{self, Ending, Event, RunConfig};
 use lancet::agent::session::{Entry, Session};
 use lancet::agent::tools::{Tools, ToolsConfig};
-use lancet::agent::types::{Message, ProviderError};
+use lancet::agent::types::Message;
 
-use crate::cli::FormatChoice;
-use crate::status;
-
-/// Exit status of `run` when the provider failed after retries.
-const PROVIDER: u8 = 3;
-
-#[derive(Debug, Args)]
-pub(crate) struct RunArgs {
-    /// What the agent should do.
-    pub(crate) task: String,
-    /// Model as the provider names it (default: config, else LANCET_MODEL).
-    #[arg(short, long)]
-    pub(crate) model: Option<String>,
-    /// openai, anthropic, or a profile name from the configuration.
-    #[arg(long)]
-    pub(crate) provider: Option<String>,
-    /// Endpoint (default: profile, else OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the public one).
-    #[arg(long)]
-    pub(crate) base_url: Option<String>,
-    /// The edit format (auto: from models.toml).
-    #[arg(short = 'f', long, value_enum)]
-    pub(crate) edit_format: Option<FormatChoice>,
-    /// The model writes edits in its reply instead of calling the edit tool.
-    #[arg(long)]
-    pub(crate) text_mode: bool,
-    /// read-only, ask or auto.
-    #[arg(long)]
-    pub(crate) permission: Option<String>,
-    /// The same as --permission auto.
-    #[arg(short = 'y', long)]
-    pub(crate) yes: bool,
-    /// The most model turns.
-    #[arg(long)]
-    pub(crate) max_turns: Option<u32>,
-    /// One JSON event per line on stdout.
-    #[arg(long)]
-    pub(crate) json: bool,
-    /// Workspace root; every path resolves inside it.
-    #[arg(short = 'C', long, default_value = ".")]
-    pub(crate) root: PathBuf,
-    /// Continue the last session in this root.
-    #[arg(long)]
-    pub(crate) resume: bool,
-}
+use crate::cli::{FormatChoice, ProviderChoice, RunArgs};
+use crate::error::{Error, Exit};
+use crate::style;
 
 /// Everything a run needs, resolved from the layers.
 struct Settings {
@@ -79,7 +37,7 @@ struct Settings {
     layer: Layer,
 }
 
-fn layers(root: &Path) -> Result<Layer, String> {
+fn layers(root: &Path) -> Result<Layer, Error> {
     let mut layer = config::defaults();
     let user = std::env::var_os("XDG_CONFIG_HOME")
         .map(PathBuf::from)
@@ -87,21 +45,24 @@ fn layers(root: &Path) -> Result<Layer, String> {
         .map(|d| d.join("lancet").join("config.toml"));
     for path in user.into_iter().chain([root.join(".lancet.toml")]) {
         if let Ok(text) = std::fs::read_to_string(&path) {
-            let over = Layer::parse(&text, &path.display().to_string())
-                .map_err(|e| format!("{}: {}", e.source_name, e.message))?;
+            let over = Layer::parse(&text, &path.display().to_string()).map_err(Error::Config)?;
             layer = layer.merged(over);
         }
     }
     Ok(layer)
 }
 
-fn settings(args: &RunArgs, models: &Models) -> Result<Settings, String> {
+fn settings(args: &RunArgs, models: &Models) -> Result<Settings, Error> {
     let layer = layers(&args.root)?;
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let provider_name = args.provider.clone().or(layer.provider.clone());
-    let profile = provider_name
-        .as_deref()
-        .and_then(|p| layer.providers.get(p))
+    let provider = args
+        .provider
+        .clone()
+        .or_else(|| layer.provider.as_deref().map(ProviderChoice::from_name));
+    // A profile may carry a wire's name too (to set its endpoint or key).
+    let profile = provider
+        .as_ref()
+        .and_then(|p| layer.providers.get(p.name()))
         .cloned()
         .unwrap_or_default();
     let model = args
@@ -110,14 +71,12 @@ fn settings(args: &RunArgs, models: &Models) -> Result<Settings, String> {
         .or(profile.model.clone())
         .or(layer.model.clone())
         .or(env("LANCET_MODEL"))
-        .ok_or("no model: pass --model, set `model` in .lancet.toml, or set LANCET_MODEL")?;
-    let wire = match (provider_name.as_deref(), profile.wire) {
-        (_, Some(WireKind::Anthropic)) | (Some("anthropic"), _) => Wire::Anthropic,
-        (_, Some(WireKind::Openai)) | (Some("openai"), _) => Wire::OpenAi,
-        (Some(p), None) if !layer.providers.contains_key(p) => {
-            return Err(format!(
-                "unknown provider `{p}`: use openai, anthropic, or a profile under [providers] in the configuration"
-            ));
+        .ok_or(Error::NoModel)?;
+    let wire = match (&provider, profile.wire) {
+        (_, Some(WireKind::Anthropic)) | (Some(ProviderChoice::Anthropic), _) => Wire::Anthropic,
+        (_, Some(WireKind::Openai)) | (Some(ProviderChoice::OpenAi), _) => Wire::OpenAi,
+        (Some(ProviderChoice::Profile(name)), None) if !layer.providers.contains_key(name) => {
+            return Err(Error::UnknownProvider { name: name.clone() });
         }
         _ if model.starts_with("claude") => Wire::Anthropic,
         _ => Wire::OpenAi,
@@ -144,29 +103,36 @@ fn settings(args: &RunArgs, models: &Models) -> Result<Settings, String> {
     let api_key = env(profile.api_key_env.as_deref().unwrap_or(key_env));
     let entry = models.lookup(&model);
     let choice = match args.edit_format {
-        Some(c) => c.name().to_owned(),
-        None => layer.edit_format.clone().unwrap_or_else(|| "auto".into()),
+        Some(c) => c,
+        None => match layer.edit_format.as_deref() {
+            None | Some("auto") => FormatChoice::Auto,
+            Some(name) => {
+                FormatChoice::Given(lancet::Format::from_name(name).ok_or_else(|| {
+                    Error::UnknownEditFormat {
+                        name: name.to_owned(),
+                    }
+                })?)
+            }
+        },
     };
-    let format = if choice == "auto" {
-        entry.map_or(lancet::Format::SearchReplace, |e| e.format())
-    } else {
-        lancet::Format::from_name(&choice).ok_or_else(|| {
-            format!("unknown edit format `{choice}`: use auto, search-replace, udiff, hashline, whole or apply-patch")
-        })?
+    let format = match choice {
+        FormatChoice::Auto => entry.map_or(lancet::Format::SearchReplace, |e| e.format()),
+        FormatChoice::Given(f) => f,
     };
     let text_mode = args.text_mode
         || (args.edit_format.is_none() && entry.is_some_and(|e| e.mode == EditMode::Text));
-    let permission = if args.yes {
-        "auto".to_owned()
+    let mode = if args.yes {
+        Mode::Auto
+    } else if let Some(mode) = args.permission {
+        mode
     } else {
-        args.permission
-            .clone()
-            .or(layer.permission.clone())
-            .unwrap_or_else(|| "ask".into())
+        match layer.permission.as_deref() {
+            None => Mode::Ask,
+            Some(name) => Mode::from_name(name).ok_or_else(|| Error::UnknownPermission {
+                name: name.to_owned(),
+            })?,
+        }
     };
-    let mode = Mode::from_name(&permission).ok_or_else(|| {
-        format!("unknown permission mode `{permission}`: use read-only, ask or auto")
-    })?;
     Ok(Settings {
         wire,
         base_url,
@@ -182,13 +148,15 @@ fn settings(args: &RunArgs, models: &Models) -> Result<Settings, String> {
     })
 }
 
-fn permissions(s: &Settings) -> Result<Permissions, String> {
-    let parse = |rules: &[String]| -> Result<Vec<Rule>, String> {
+fn permissions(s: &Settings) -> Result<Permissions, Error> {
+    let parse = |rules: &[String]| -> Result<Vec<Rule>, Error> {
         rules
             .iter()
             .map(|r| {
-                r.parse::<Rule>()
-                    .map_err(|e| format!("permission rule `{r}`: {e}"))
+                r.parse::<Rule>().map_err(|source| Error::BadRule {
+                    rule: r.clone(),
+                    source,
+                })
             })
             .collect()
     };
@@ -217,29 +185,22 @@ impl Prompter for Terminal {
     }
 }
 
-pub(crate) fn run(args: RunArgs) -> u8 {
-    let models = match Models::builtin() {
-        Ok(m) => m,
-        Err(e) => return crate::usage(&format!("models.toml: {e}")),
-    };
-    let s = match settings(&args, &models) {
-        Ok(s) => s,
-        Err(msg) => return crate::usage(&msg),
-    };
-    let rules = match permissions(&s) {
-        Ok(p) => p,
-        Err(msg) => return crate::usage(&msg),
-    };
-    let ws = match Workspace::open(&args.root) {
-        Ok(ws) => ws,
-        Err(e) => return crate::usage(&format!("{}: {e}", args.root.display())),
+pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
+    let models = Models::builtin().map_err(Error::Models)?;
+    let s = settings(args, &models)?;
+    let rules = permissions(&s)?;
+    let ws = Workspace::open(&args.root).map_err(|source| Error::RunRoot {
+        root: args.root.clone(),
+        source,
+    })?;
+    let provider_failed = |source| Error::Provider {
+        source,
+        base_url: s.base_url.clone(),
+        model: s.model.clone(),
     };
     let mut pc = ProviderConfig::new(s.wire, s.base_url.clone(), s.model.clone());
     pc.api_key = s.api_key.clone();
-    let provider = match Provider::new(pc) {
-        Ok(p) => p,
-        Err(e) => return provider_failed(&e, &s),
-    };
+    let provider = Provider::new(pc).map_err(provider_failed)?;
     let prompter: Box<dyn Prompter> = if std::io::stdin().is_terminal() {
         Box::new(Terminal)
     } else {
@@ -262,13 +223,14 @@ pub(crate) fn run(args: RunArgs) -> u8 {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
-    let (mut session, mut messages) = match args.resume {
-        true => match Session::resume_last(&args.root) {
+    let (mut session, mut messages) = if args.resume {
+        match Session::resume_last(&args.root) {
             Ok(Some((session, messages))) => (Some(session), messages),
-            Ok(None) => return crate::usage("--resume: there is no session in this root yet"),
-            Err(e) => return crate::usage(&format!("--resume: {e}")),
-        },
-        false => (Session::create(&args.root, now).ok(), Vec::new()),
+            Ok(None) => return Err(Error::NoSession),
+            Err(e) => return Err(Error::Resume(e)),
+        }
+    } else {
+        (Session::create(&args.root, now).ok(), Vec::new())
     };
     if let Some(session) = session.as_mut() {
         let _ = session.record(&Entry::Start {
@@ -294,14 +256,11 @@ pub(crate) fn run(args: RunArgs) -> u8 {
             "text_mode": s.text_mode,
         }));
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => return crate::usage(&format!("cannot start the runtime: {e}")),
-    };
+        .map_err(Error::Runtime)?;
     // Whether stdout ends mid-line (streamed text without its newline).
     let mut open_line = false;
     let mut show = |e: Event| {
@@ -323,12 +282,11 @@ pub(crate) fn run(args: RunArgs) -> u8 {
     }
     let outcome = match result {
         None => {
-            eprintln!(
-                "\nlancet: interrupted; the session so far is saved (continue with --resume)"
-            );
-            return status::FAILED;
+            // Past the terminal's `^C`.
+            eprintln!();
+            return Err(Error::Interrupted);
         }
-        Some(Err(e)) => return provider_failed(&e, &s),
+        Some(Err(e)) => return Err(provider_failed(e)),
         Some(Ok(o)) => o,
     };
     let cost = models
@@ -344,27 +302,35 @@ pub(crate) fn run(args: RunArgs) -> u8 {
             "cost": cost,
         }));
     } else {
-        let why = match outcome.ending {
-            Ending::Answered => "done",
-            Ending::MaxTurns => "stopped: the turn limit was reached (raise it with --max-turns)",
-            Ending::Repeating => "stopped: the model repeated the same failing call",
-            Ending::NoTerminal => {
-                "stopped: a call needed your confirmation and there is no terminal (pass --yes, or allow it in .lancet.toml)"
-            }
+        let (why, tint) = match outcome.ending {
+            Ending::Answered => ("done", style::GOOD),
+            Ending::MaxTurns => (
+                "stopped: the turn limit was reached (raise it with --max-turns)",
+                style::NOTICE,
+            ),
+            Ending::Repeating => (
+                "stopped: the model repeated the same failing call",
+                style::NOTICE,
+            ),
+            Ending::NoTerminal => (
+                "stopped: a call needed your confirmation and there is no terminal (pass --yes, or allow it in .lancet.toml)",
+                style::NOTICE,
+            ),
         };
         let cost = cost.map(|c| format!(", ${c:.4}")).unwrap_or_default();
-        eprintln!(
-            "\n{why} — {} turn{}, {} tokens in, {} out{cost}",
+        anstream::eprintln!(
+            "\n{} — {} turn{}, {} tokens in, {} out{cost}",
+            style::paint(tint, why),
             outcome.turns,
             if outcome.turns == 1 { "" } else { "s" },
             outcome.usage.input_tokens,
             outcome.usage.output_tokens
         );
     }
-    match outcome.ending {
-        Ending::Answered => status::OK,
-        _ => status::FAILED,
-    }
+    Ok(match outcome.ending {
+        Ending::Answered => Exit::Success,
+        Ending::MaxTurns | Ending::Repeating | Ending::NoTerminal => Exit::Failed,
+    })
 }
 
 fn emit(v: &serde_json::Value) {
@@ -380,6 +346,16 @@ fn show(e: &Event, json: bool) {
         }
         return;
     }
+    if let Event::ToolResult {
+        is_error: true,
+        content,
+        ..
+    } = e
+    {
+        let first = content.lines().next().unwrap_or("");
+        anstream::println!("{}", style::paint(style::BAD, &format!("  ✗ {first}")));
+        return;
+    }
     let mut out = std::io::stdout().lock();
     let _ = match e {
         Event::Text { text } => write!(out, "{text}"),
@@ -389,13 +365,6 @@ fn show(e: &Event, json: bool) {
                 args.push('…');
             }
             writeln!(out, "\n→ {name} {args}")
-        }
-        Event::ToolResult {
-            is_error: true,
-            content,
-            ..
-        } => {
-            writeln!(out, "  ✗ {}", content.lines().next().unwrap_or(""))
         }
         Event::Edit { diff, .. } => write!(out, "{diff}"),
         Event::Compacted { pruned, summary } => writeln!(
@@ -409,60 +378,4 @@ fn show(e: &Event, json: bool) {
         Event::ToolResult { .. } | Event::Usage { .. } => Ok(()),
     };
     let _ = out.flush();
-}
-
-/// At most 200 characters of a server's answer, on one line.
-fn clip(body: &str) -> String {
-    let one: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
-    match one.char_indices().nth(200) {
-        Some((i, _)) => format!("{}…", &one[..i]),
-        None => one,
-    }
-}
-
-/// The provider gave up: what happened and what to do, exit 3.
-fn provider_failed(e: &ProviderError, s: &Settings) -> u8 {
-    let what = match e {
-        ProviderError::Auth { .. } => format!(
-            "the key was refused by {}: check the API key in the environment (OPENAI_API_KEY / ANTHROPIC_API_KEY, or the profile's api_key_env)",
-            s.base_url
-        ),
-        ProviderError::ModelNotFound { .. } => format!(
-            "{} does not serve the model `{}`: check --model (a local server must have it loaded)",
-            s.base_url, s.model
-        ),
-        ProviderError::Connection(msg) => format!(
-            "cannot reach {} ({msg}): is the server running, and is --base-url right?",
-            s.base_url
-        ),
-        ProviderError::ContextOverflow { .. } => format!(
-            "the conversation no longer fits {}'s context window, even after compaction: start a new session with a narrower task (or set context_window in the provider profile so lancet compacts earlier)",
-            s.model
-        ),
-        ProviderError::RateLimited { body } => format!(
-            "{} kept answering 429 (rate limited) through every retry ({}): wait a while and --resume, or check your plan's limits",
-            s.base_url,
-            clip(body)
-        ),
-        ProviderError::Server { status, body } => format!(
-            "{} kept failing with {status} through every retry ({}): the service is having trouble; try again later with --resume",
-            s.base_url,
-            clip(body)
-        ),
-        ProviderError::Refused { status, body } => format!(
-            "{} refused the request with {status} ({}): check the model name and the endpoint's API (--provider openai|anthropic)",
-            s.base_url,
-            clip(body)
-        ),
-        ProviderError::Timeout => format!(
-            "{} stopped sending anything (idle timeout): the server may be overloaded or the model too slow to load; try again with --resume",
-            s.base_url
-        ),
-        other => format!(
-            "{other} (from {}): is it an OpenAI-compatible or Anthropic endpoint? (--provider)",
-            s.base_url
-        ),
-    };
-    eprintln!("lancet: {what}");
-    PROVIDER
 }
