@@ -491,3 +491,20 @@ fn colour_follows_the_status_not_the_words() {
         "first\njob failed: disk full\nlast\n"
     );
 }
+
+/// Issue "Hostile repositories…", messages and exit codes: `apply --json`
+/// answers an I/O failure (exit 3) with its report object too, so a script
+/// always has one shape to parse.
+#[test]
+fn json_report_on_exit_3() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("adir")).unwrap();
+    let out = lancet(dir.path(), &["apply", "--json", "adir"]);
+    assert_eq!(code(&out), 3);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("no JSON report ({e}): {:?}", stdout(&out)));
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["written"], false);
+    assert!(v["files"].as_array().unwrap().is_empty());
+    assert!(v["message"].as_str().unwrap().contains("adir"), "{v}");
+}

@@ -319,4 +319,7 @@ pub(crate) struct RunArgs {
     /// Continue the last session in this root.
     #[arg(long)]
     pub(crate) resume: bool,
+    /// Trust this project's .lancet.toml as it is now (remembered in the user's configuration).
+    #[arg(long)]
+    pub(crate) trust: bool,
 }

@@ -208,10 +208,72 @@ pub(crate) enum Error {
         /// The model.
         model: String,
     },
+    /// An endpoint lancet cannot send requests to (not a URL, not http(s),
+    /// no host); said before anything is sent.
+    #[cfg(feature = "agent")]
+    #[error("{origin} is not an endpoint lancet can use ({url:?}): {why}")]
+    BadBaseUrl {
+        /// The value.
+        url: String,
+        /// Where it was set.
+        origin: Origin,
+        /// What is wrong with it.
+        why: UrlProblem,
+    },
     /// Ctrl-C: the run was abandoned.
     #[cfg(feature = "agent")]
     #[error("interrupted; the session so far is saved (continue with --resume)")]
     Interrupted,
+}
+
+/// Where a setting came from, as an error names it.
+#[cfg(feature = "agent")]
+#[derive(Debug)]
+pub(crate) enum Origin {
+    /// A command-line flag (`--base-url`).
+    Flag(&'static str),
+    /// An environment variable.
+    Env(&'static str),
+    /// A key of a configuration file.
+    Config {
+        /// The key, dotted (`providers.local.base_url`).
+        key: String,
+        /// The file.
+        file: PathBuf,
+    },
+}
+
+#[cfg(feature = "agent")]
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Flag(name) | Origin::Env(name) => f.write_str(name),
+            Origin::Config { key, file } => write!(f, "`{key}` in {}", file.display()),
+        }
+    }
+}
+
+/// What is wrong with an endpoint.
+#[cfg(feature = "agent")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum UrlProblem {
+    /// It does not parse as a URL.
+    NotUrl,
+    /// Its scheme is not http or https.
+    Scheme(String),
+    /// It names no host.
+    NoHost,
+}
+
+#[cfg(feature = "agent")]
+impl std::fmt::Display for UrlProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UrlProblem::NotUrl => f.write_str("not a URL; write e.g. http://127.0.0.1:11434/v1"),
+            UrlProblem::Scheme(s) => write!(f, "a {s}: URL; use http:// or https://"),
+            UrlProblem::NoHost => f.write_str("it names no host"),
+        }
+    }
 }
 
 /// `read-only, ask or auto`.
@@ -325,7 +387,8 @@ impl Error {
             | Error::RunRoot { .. }
             | Error::NoSession
             | Error::Resume(_)
-            | Error::Runtime(_) => Exit::Usage,
+            | Error::Runtime(_)
+            | Error::BadBaseUrl { .. } => Exit::Usage,
             #[cfg(feature = "agent")]
             Error::Provider { .. } => Exit::Provider,
             #[cfg(feature = "agent")]

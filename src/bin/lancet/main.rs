@@ -12,6 +12,8 @@ mod error;
 #[cfg(feature = "agent")]
 mod run;
 mod style;
+#[cfg(feature = "agent")]
+mod trust;
 
 use std::io::{IsTerminal, Read};
 use std::path::Path;
@@ -36,7 +38,8 @@ fn main() -> ExitCode {
             return exit.into();
         }
     };
-    // `apply --json` answers malformed input with its report object.
+    // `apply --json` answers every outcome, failures of any exit status
+    // included, with its report object on stdout: scripts parse one shape.
     let json_report = matches!(&cli.command, Command::Apply(a) if a.json);
     let result = match cli.command {
         Command::Apply(args) => apply(&args),
@@ -50,11 +53,10 @@ fn main() -> ExitCode {
     match result {
         Ok(exit) => exit.into(),
         Err(e) => {
-            if json_report && matches!(e, Error::Malformed(_)) {
+            if json_report {
                 println!("{}", error_report(&e));
-            } else {
-                anstream::eprintln!("lancet: {}", style::paint(style::BAD, &printable(&e)));
             }
+            anstream::eprintln!("lancet: {}", style::paint(style::BAD, &printable(&e)));
             e.exit().into()
         }
     }

@@ -1,13 +1,20 @@
 //! `lancet run`: resolves the configuration (defaults < user file < project
 //! file < environment < flags), builds the provider, tools and permissions,
 //! and drives the loop, printing events as text or JSON lines.
+//!
+//! The project's `.lancet.toml` counts only as far as the user trusts it
+//! (`trust.rs`: by hash, `--trust`, or a question on a terminal); untrusted,
+//! it may only narrow the user's settings, and stderr says which keys were
+//! ignored. Every endpoint is checked (http or https, with a host) before a
+//! request is made, and an error names the flag, variable or file key that
+//! set it.
 
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lancet::Workspace;
-use lancet::agent::config::{self, Layer, WireKind};
+use lancet::agent::config::{self, Layer, Trusted, WireKind};
 use lancet::agent::models::{EditMode, Models};
 use lancet::agent::permissions::{
     Answer, Effect, Mode, NoTerminal, Permissions, Prompter, Question, Rule,
@@ -19,8 +26,8 @@ use lancet::agent::tools::{Tools, ToolsConfig};
 use lancet::agent::types::Message;
 
 use crate::cli::{FormatChoice, ProviderChoice, RunArgs};
-use crate::error::{Error, Exit};
-use crate::style;
+use crate::error::{Error, Exit, Origin, UrlProblem};
+use crate::{style, trust};
 
 /// Everything a run needs, resolved from the layers.
 struct Settings {
@@ -37,23 +44,153 @@ struct Settings {
     layer: Layer,
 }
 
-fn layers(root: &Path) -> Result<Layer, Error> {
-    let mut layer = config::defaults();
-    let user = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
-        .map(|d| d.join("lancet").join("config.toml"));
-    for path in user.into_iter().chain([root.join(".lancet.toml")]) {
-        if let Ok(text) = std::fs::read_to_string(&path) {
-            let over = Layer::parse(&text, &path.display().to_string()).map_err(Error::Config)?;
-            layer = layer.merged(over);
+/// A one-line note on stderr.
+fn note(text: &str) {
+    anstream::eprintln!(
+        "{}",
+        style::paint(style::NOTICE, &format!("lancet: note: {text}"))
+    );
+}
+
+/// Refuses an endpoint lancet cannot send requests to, naming where it was set.
+fn check_url(url: &str, origin: impl FnOnce() -> Origin) -> Result<(), Error> {
+    let why = match reqwest::Url::parse(url) {
+        Err(_) => Some(UrlProblem::NotUrl),
+        Ok(u) if !matches!(u.scheme(), "http" | "https") => {
+            Some(UrlProblem::Scheme(u.scheme().to_owned()))
+        }
+        Ok(u) if u.host_str().is_none_or(str::is_empty) => Some(UrlProblem::NoHost),
+        Ok(_) => None,
+    };
+    match why {
+        None => Ok(()),
+        Some(why) => Err(Error::BadBaseUrl {
+            url: url.to_owned(),
+            origin: origin(),
+            why,
+        }),
+    }
+}
+
+/// Every endpoint a configuration file sets.
+fn check_urls(layer: &Layer, file: &Path) -> Result<(), Error> {
+    let at = |key: String| {
+        let file = file.to_path_buf();
+        move || Origin::Config { key, file }
+    };
+    if let Some(url) = &layer.base_url {
+        check_url(url, at("base_url".to_owned()))?;
+    }
+    for (name, profile) in &layer.providers {
+        if let Some(url) = &profile.base_url {
+            check_url(url, at(format!("providers.{name}.base_url")))?;
         }
     }
+    Ok(())
+}
+
+/// Parses one configuration file's text.
+fn parse_layer(text: &str, file: &Path) -> Result<Layer, Error> {
+    let layer = Layer::parse(text, &file.display().to_string()).map_err(Error::Config)?;
+    check_urls(&layer, file)?;
     Ok(layer)
 }
 
-fn settings(args: &RunArgs, models: &Models) -> Result<Settings, Error> {
-    let layer = layers(&args.root)?;
+/// The configuration files, merged: the defaults, the user's file, and the
+/// project's `.lancet.toml` as far as the user trusts it.
+fn layers(args: &RunArgs, root: &Path) -> Result<Layer, Error> {
+    let mut layer = config::defaults();
+    let user_file = trust::user_config();
+    let mut trusted = Vec::new();
+    if let Some(path) = &user_file {
+        match std::fs::read_to_string(path) {
+            Ok(text) => {
+                let mut user = parse_layer(&text, path)?;
+                trusted = std::mem::take(&mut user.trusted);
+                layer = layer.merged(user);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => note(&format!("{} is not read: {e}", path.display())),
+        }
+    }
+    let file = root.join(".lancet.toml");
+    let text = match trust::project_file(root, ".lancet.toml", trust::CONFIG_CAP) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Ok(layer),
+        Err(refused) => {
+            note(&refused.to_string());
+            return Ok(layer);
+        }
+    };
+    let project = Layer::parse(&text, &file.display().to_string()).map_err(Error::Config)?;
+    let narrowed = project.clone().untrusted_project(&layer);
+    let chosen = if narrowed.ignored.is_empty() {
+        narrowed
+    } else if trusts(
+        args,
+        root,
+        &text,
+        &trusted,
+        user_file.as_deref(),
+        &narrowed.ignored,
+    ) {
+        project.trusted_project()
+    } else {
+        note(&format!(
+            "{} is not trusted, so it may only narrow your settings; ignored: {} (pass --trust, or answer y when asked on a terminal, to use them)",
+            file.display(),
+            narrowed.ignored.join(", ")
+        ));
+        narrowed
+    };
+    if chosen.ignored.contains(&"trusted") {
+        note(&format!(
+            "`trusted` in {} is ignored: only your own configuration may trust a project",
+            file.display()
+        ));
+    }
+    check_urls(&chosen.layer, &file)?;
+    Ok(layer.merged(chosen.layer))
+}
+
+/// Whether the user trusts the project at `root` with this `.lancet.toml`
+/// text, which sets `wanted` (keys only trust allows): remembered in
+/// `entries`, or now (`--trust`, or yes on a terminal), which is remembered
+/// in `user_file`.
+fn trusts(
+    args: &RunArgs,
+    root: &Path,
+    text: &str,
+    entries: &[Trusted],
+    user_file: Option<&Path>,
+    wanted: &[&str],
+) -> bool {
+    let file = root.join(".lancet.toml");
+    let sha256 = trust::digest(text);
+    if trust::is_trusted(entries, root, &sha256) {
+        return true;
+    }
+    let now = args.trust || (std::io::stdin().is_terminal() && trust::ask(&file, wanted));
+    if !now {
+        return false;
+    }
+    match user_file.map(|f| (f, trust::remember(f, root, &sha256))) {
+        Some((f, Ok(()))) => note(&format!(
+            "{} is trusted as it is now (remembered in {}; a change to it needs trust again)",
+            file.display(),
+            f.display()
+        )),
+        Some((f, Err(e))) => note(&format!(
+            "the trust is for this run only: {} could not be written ({e})",
+            f.display()
+        )),
+        None => note("the trust is for this run only: there is no HOME to remember it in"),
+    }
+    true
+}
+
+fn settings(args: &RunArgs, root: &Path, models: &Models) -> Result<Settings, Error> {
+    let layer = layers(args, root)?;
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let provider = args
         .provider
@@ -93,13 +230,24 @@ fn settings(args: &RunArgs, models: &Models) -> Result<Settings, Error> {
             "https://api.openai.com/v1",
         ),
     };
-    let base_url = args
-        .base_url
-        .clone()
-        .or(profile.base_url.clone())
-        .or(layer.base_url.clone())
-        .or(env(url_env))
-        .unwrap_or_else(|| public.to_owned());
+    // (Configured endpoints were checked where their file was read.)
+    let base_url = match (
+        &args.base_url,
+        profile.base_url.clone().or(layer.base_url.clone()),
+    ) {
+        (Some(url), _) => {
+            check_url(url, || Origin::Flag("--base-url"))?;
+            url.clone()
+        }
+        (None, Some(url)) => url,
+        (None, None) => match env(url_env) {
+            Some(url) => {
+                check_url(&url, || Origin::Env(url_env))?;
+                url
+            }
+            None => public.to_owned(),
+        },
+    };
     let api_key = env(profile.api_key_env.as_deref().unwrap_or(key_env));
     let entry = models.lookup(&model);
     let choice = match args.edit_format {
@@ -187,12 +335,19 @@ impl Prompter for Terminal {
 
 pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
     let models = Models::builtin().map_err(Error::Models)?;
-    let s = settings(args, &models)?;
-    let rules = permissions(&s)?;
     let ws = Workspace::open(&args.root).map_err(|source| Error::RunRoot {
         root: args.root.clone(),
         source,
     })?;
+    let s = settings(args, ws.root(), &models)?;
+    let rules = permissions(&s)?;
+    let agents = match trust::project_file(ws.root(), "AGENTS.md", trust::AGENTS_CAP) {
+        Ok(text) => text,
+        Err(refused) => {
+            note(&refused.to_string());
+            None
+        }
+    };
     let provider_failed = |source| Error::Provider {
         source,
         base_url: s.base_url.clone(),
@@ -211,7 +366,6 @@ pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
     tc.text_mode = s.text_mode;
     tc.bash_timeout = Duration::from_secs(s.bash_timeout);
     let mut tools = Tools::new(ws, tc, rules, prompter);
-    let agents = std::fs::read_to_string(args.root.join("AGENTS.md")).ok();
     let config = RunConfig {
         model: s.model.clone(),
         system: run::system_prompt(s.format.instructions(), s.text_mode, agents.as_deref()),
