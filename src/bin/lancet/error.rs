@@ -8,8 +8,8 @@
 //!
 //! Owns: the exit statuses of DESIGN.md's contract and the words of the
 //! binary's own failures. Does not own: the engine's words for edits and
-//! input (`lancet::feedback`, carried here as finished text) or the agent's
-//! words for the model.
+//! input (`lancet::feedback`, which `Display` calls) or the agent's words
+//! for the model.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -81,8 +81,13 @@ pub(crate) enum Error {
     },
     /// No format could parse the input; the words are the engine's
     /// (`lancet::feedback::parse_error`).
-    #[error("{0}")]
-    Malformed(String),
+    #[error("{}", lancet::feedback::parse_error(error, *format))]
+    Malformed {
+        /// Why it does not parse.
+        error: lancet::ParseError,
+        /// The format it was parsed as (`None`: none was recognised).
+        format: Option<&'static str>,
+    },
     /// `--reverse` or `--strip` on input that is not a unified diff.
     #[error("--reverse and --strip apply to unified diffs; the input is in another format")]
     DiffOnly,
@@ -364,7 +369,7 @@ impl Error {
             Error::Stdin(_) => Exit::Io,
             Error::NoEdits
             | Error::NotUtf8 { .. }
-            | Error::Malformed(_)
+            | Error::Malformed { .. }
             | Error::DiffOnly
             | Error::BadRange(_)
             | Error::UnknownFormat { .. } => Exit::Usage,

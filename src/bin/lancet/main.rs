@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Parser;
-use lancet::{ApplyOptions, Format, MatchOptions, Tier, Workspace, WorkspaceError, feedback};
+use lancet::{ApplyOptions, Format, MatchOptions, Tier, Workspace, WorkspaceError};
 
 use cli::{ApplyArgs, Cli, Command, DiffArgs, FormatChoice, FormatsArgs, UndoArgs, ViewArgs};
 use error::{Error, Exit};
@@ -82,14 +82,15 @@ fn error_report(e: &Error) -> serde_json::Value {
 /// configuration files and servers' answers, none of which may move the
 /// cursor or retitle the terminal.
 fn printable(e: &Error) -> String {
-    e.to_string()
-        .chars()
-        .flat_map(|c| match c {
-            '\n' | '\t' => vec![c],
-            c if c.is_control() => c.escape_default().collect(),
-            c => vec![c],
-        })
-        .collect()
+    let mut out = String::new();
+    for c in e.to_string().chars() {
+        if c.is_control() && c != '\n' && c != '\t' {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn read_input(input: Option<&Path>) -> Result<String, Error> {
@@ -124,11 +125,9 @@ fn open_root(root: &Path) -> Result<Workspace, Error> {
 fn apply(args: &ApplyArgs) -> Result<Exit, Error> {
     let input = read_input(args.input.as_deref())?;
     let format = match args.format {
-        FormatChoice::Auto => Format::detect(&input).ok_or_else(|| {
-            Error::Malformed(feedback::parse_error(
-                &lancet::ParseError::Unrecognised,
-                None,
-            ))
+        FormatChoice::Auto => Format::detect(&input).ok_or(Error::Malformed {
+            error: lancet::ParseError::Unrecognised,
+            format: None,
         })?,
         FormatChoice::Given(f) => f,
     };
@@ -150,7 +149,10 @@ fn apply(args: &ApplyArgs) -> Result<Exit, Error> {
     };
     let patch = format
         .parse_with(&input, diff_opts)
-        .map_err(|e| Error::Malformed(feedback::parse_error(&e, Some(format.name()))))?;
+        .map_err(|error| Error::Malformed {
+            error,
+            format: Some(format.name()),
+        })?;
     let ws = open_root(&args.root)?;
     let mut matching = MatchOptions::default();
     matching.max_tier = args.max_tier.tier();

@@ -25,7 +25,11 @@ pub(crate) fn paint(style: Style, text: &str) -> String {
 
 /// The tint of an edit's headline.
 fn edit_tint(report: &ApplyReport, index: usize) -> Option<Style> {
-    let edit = report.edits().find(|e| e.index == index)?;
+    let edit = report
+        .files
+        .iter()
+        .flat_map(|f| &f.edits)
+        .find(|e| e.index == index)?;
     match edit.status {
         EditStatus::Applied if edit.warnings.is_empty() => Some(GOOD),
         EditStatus::Applied | EditStatus::AlreadyApplied | EditStatus::Noop => Some(NOTICE),
