@@ -52,6 +52,8 @@ pub struct ApplyOptions {
 #[derive(Debug)]
 pub struct Plan {
     report: ApplyReport,
+    /// What each line of the report's message speaks for.
+    outline: Vec<feedback::Subject>,
     /// What changes on disk, per file, in input order.
     writes: Vec<PlannedFile>,
 }
@@ -75,6 +77,12 @@ impl Plan {
     /// The report (with `written: false` until committed).
     pub fn report(&self) -> &ApplyReport {
         &self.report
+    }
+
+    /// For each line of the report's message, what it speaks for (a file, an
+    /// edit, a note, the summary), so a terminal can tint it by its status.
+    pub fn outline(&self) -> &[feedback::Subject] {
+        &self.outline
     }
 
     /// The unified diff of everything the plan would write (`/dev/null` for
@@ -265,8 +273,13 @@ pub fn plan(ws: &Workspace, patch: &Patch, opts: &ApplyOptions) -> Plan {
     let mut before: HashMap<&str, &Document> =
         originals.iter().map(|(p, d)| (p.as_str(), d)).collect();
     before.extend(writes.iter().map(|w| (w.path.as_str(), &w.before)));
-    report.message = feedback::apply_message(&report, &before, opts.partial);
-    Plan { report, writes }
+    let (message, outline) = feedback::apply_message_outlined(&report, &before, opts.partial);
+    report.message = message;
+    Plan {
+        report,
+        outline,
+        writes,
+    }
 }
 
 /// What a file becomes: `change` is `None` when nothing is written, else the

@@ -586,12 +586,67 @@ fn numbers(v: &[usize]) -> String {
     list(&v.iter().map(|i| (i + 1).to_string()).collect::<Vec<_>>())
 }
 
+/// What one line of an apply's message speaks for, so a terminal can tint
+/// the line by the outcome it reports (the status in the report), never by
+/// its words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Subject {
+    /// A note on the input as a whole ([`ApplyReport::notes`]).
+    Note,
+    /// The file at this position of [`ApplyReport::files`].
+    File(usize),
+    /// The edit with this [`EditReport::index`].
+    Edit(usize),
+    /// The closing sentence: what was, or was not, written.
+    Summary,
+}
+
+/// The subjects of a message's lines, marked as the message is written.
+struct Outline {
+    subjects: Vec<Subject>,
+    /// How much of the message the subjects cover (bytes).
+    seen: usize,
+}
+
+impl Outline {
+    /// The lines `out` gained since the last mark speak for `subject`.
+    fn mark(&mut self, out: &str, subject: Subject) {
+        let lines = out[self.seen..].matches('\n').count();
+        self.subjects.extend(std::iter::repeat_n(subject, lines));
+        self.seen = out.len();
+    }
+
+    /// The rest of `text` (no final newline) is the summary; the outline has
+    /// one subject per line of `text`.
+    fn finish(mut self, text: &str) -> Vec<Subject> {
+        let rest = text.get(self.seen..).map_or(0, |r| r.lines().count());
+        self.subjects
+            .extend(std::iter::repeat_n(Subject::Summary, rest));
+        self.subjects.truncate(text.lines().count());
+        self.subjects
+    }
+}
+
 /// The message for a whole apply: one line per edit, then what was (not) written.
 pub fn apply_message(
     report: &ApplyReport,
     originals: &HashMap<&str, &Document>,
     partial: bool,
 ) -> String {
+    apply_message_outlined(report, originals, partial).0
+}
+
+/// [`apply_message`] and, for each of its lines, the [`Subject`] it speaks for.
+pub fn apply_message_outlined(
+    report: &ApplyReport,
+    originals: &HashMap<&str, &Document>,
+    partial: bool,
+) -> (String, Vec<Subject>) {
+    let mut outline = Outline {
+        subjects: Vec::new(),
+        seen: 0,
+    };
     let mut out = String::new();
     let mut ok = Vec::new();
     let mut failed = Vec::new();
@@ -603,11 +658,13 @@ pub fn apply_message(
     edits.sort_by_key(|(_, e)| e.index);
     for n in &report.notes {
         let _ = writeln!(out, "note: {}", warning(n));
+        outline.mark(&out, Subject::Note);
     }
     let writes = report.ok || partial;
-    for f in &report.files {
+    for (i, f) in report.files.iter().enumerate() {
         if let Some(line) = file_line(f, writes) {
             let _ = writeln!(out, "{line}");
+            outline.mark(&out, Subject::File(i));
         }
     }
     // Under --partial a file refused as a whole (the syntax guard) is not
@@ -624,6 +681,7 @@ pub fn apply_message(
             failed.push(e.index);
         }
         let _ = writeln!(out, "{line}");
+        outline.mark(&out, Subject::Edit(e.index));
     }
     let plural = |n: usize, one: &str, many: &str| {
         if n == 1 {
@@ -638,7 +696,9 @@ pub fn apply_message(
         .iter()
         .any(|f| f.edits.is_empty() && f.error.is_some());
     if failed.is_empty() && !file_failed {
-        return out.trim_end().to_owned();
+        let text = out.trim_end().to_owned();
+        let subjects = outline.finish(&text);
+        return (text, subjects);
     }
     // "hunk 2" for diffs, "edit 2" for everything else.
     let noun = if !edits.is_empty() && edits.iter().all(|(_, e)| e.kind == EditKind::Hunk) {
@@ -697,7 +757,8 @@ pub fn apply_message(
             );
         }
     }
-    out
+    let subjects = outline.finish(&out);
+    (out, subjects)
 }
 
 /// The words for input that could not be parsed.

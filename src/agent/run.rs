@@ -260,6 +260,8 @@ pub async fn run(
                 break Ending::Answered;
             };
             shown(on_event, "edit", &outcome);
+            // As for a refused tool call: nobody can answer, so the run stops.
+            let no_terminal = outcome.refusal == Some(Refusal::NoTerminal);
             let message = Message::user(outcome.content);
             record(
                 &mut session,
@@ -268,6 +270,9 @@ pub async fn run(
                 },
             );
             messages.push(message);
+            if no_terminal {
+                break Ending::NoTerminal;
+            }
             if outcome.is_error && repeated(&mut failures, "edit", &text) {
                 break Ending::Repeating;
             }

@@ -106,9 +106,10 @@ fn a_known_window_compacts_before_the_request_overflows() {
         ),
     )
     .unwrap();
+    // The project's profile sets an endpoint, which only a trusted project may.
     let out = run(
         dir.path(),
-        &["--yes", "--json", "count the lines of big.txt"],
+        &["--trust", "--yes", "--json", "count the lines of big.txt"],
     );
     assert_eq!(
         out.status.code(),
@@ -173,7 +174,11 @@ fn a_hopelessly_small_window_is_not_compacted_every_turn() {
         ),
     )
     .unwrap();
-    let out = run(dir.path(), &["--yes", "--json", "what is in a.txt?"]);
+    // The project's profile sets an endpoint, which only a trusted project may.
+    let out = run(
+        dir.path(),
+        &["--trust", "--yes", "--json", "what is in a.txt?"],
+    );
     assert_eq!(
         out.status.code(),
         Some(0),

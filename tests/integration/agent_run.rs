@@ -908,3 +908,43 @@ fn text_mode_udiff_in_the_reply() {
         "one\n2\nthree\n"
     );
 }
+
+/// Issue "Hostile repositories…", messages and exit codes: an edit written
+/// in a text-mode reply that needs a confirmation nobody can give stops the
+/// run (exit 1, `no_terminal`), as the same edit through the tool does.
+#[test]
+fn a_refused_text_mode_edit_without_a_terminal_stops_the_run() {
+    let dir = root_with(&[("notes.txt", "alpha\nbeta\n")]);
+    let reply = "notes.txt\n```\n<<<<<<< SEARCH\nbeta\n=======\ngamma\n>>>>>>> REPLACE\n```\n";
+    let server = LlmServer::start(vec![
+        Scripted::openai_tool_call("c1", "read", &json!({"path": "notes.txt"}).to_string()),
+        Scripted::openai_text(reply),
+        Scripted::openai_text("Done."),
+    ]);
+    let out = run(
+        dir.path(),
+        &[
+            "--base-url",
+            &server.openai_base_url(),
+            "-m",
+            "gpt-4o",
+            "-f",
+            "search-replace",
+            "--text-mode",
+            "--json",
+            "rename beta",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(of(&events(&out), "done")[0]["ending"], "no_terminal");
+    assert_eq!(server.requests().len(), 2);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+        "alpha\nbeta\n"
+    );
+}

@@ -431,3 +431,80 @@ fn the_readme_example_applies() {
         before
     );
 }
+
+/// `lancet apply` on a terminal that wants colour (`CLICOLOR_FORCE=1`), or
+/// with colour turned off (`NO_COLOR=1`).
+fn lancet_coloured(dir: &Path, args: &[&str], no_color: bool) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lancet"));
+    cmd.current_dir(dir)
+        .args(args)
+        .env("CLICOLOR_FORCE", "1")
+        .env_remove("NO_COLOR");
+    if no_color {
+        cmd.env("NO_COLOR", "1");
+    }
+    cmd.output().unwrap()
+}
+
+/// Issue "One shape before the next capabilities": the CLI tints a line by
+/// the status of the edit it reports, never by the words in it. A quoted file
+/// line that says "failed:" stays plain; the failed edit's headline and the
+/// summary are red, an applied edit green; NO_COLOR wins over
+/// CLICOLOR_FORCE.
+#[test]
+fn colour_follows_the_status_not_the_words() {
+    const RED: &str = "\x1b[31m";
+    const GREEN: &str = "\x1b[32m";
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "log.txt",
+        "first\njob failed: disk full\nlast\n",
+    );
+    let edits = [
+        block("log.txt", "first\n", "FIRST\n"),
+        block("log.txt", "job failled: disc ful\n", "job ok\n"),
+    ]
+    .concat();
+    write(dir.path(), "edit.txt", &edits);
+    let out = lancet_coloured(dir.path(), &["apply", "edit.txt"], false);
+    assert_eq!(code(&out), 1);
+    let err = stderr(&out);
+    let line = |start: &str| {
+        err.lines()
+            .find(|l| l.contains(start))
+            .unwrap_or_else(|| panic!("no line with {start:?} in:\n{err}"))
+            .to_owned()
+    };
+    assert!(line("edit 1: applied").starts_with(GREEN), "{err}");
+    assert!(line("edit 2 failed").starts_with(RED), "{err}");
+    assert!(line("Nothing was written").starts_with(RED), "{err}");
+    let quoted = line("| job failed: disk full");
+    assert!(
+        !quoted.contains('\x1b'),
+        "a quoted file line is tinted: {quoted:?}"
+    );
+    let plain = lancet_coloured(dir.path(), &["apply", "edit.txt"], true);
+    assert!(!stderr(&plain).contains('\x1b'), "{}", stderr(&plain));
+    assert_eq!(
+        read(dir.path(), "log.txt"),
+        "first\njob failed: disk full\nlast\n"
+    );
+}
+
+/// Issue "Hostile repositories…", messages and exit codes: `apply --json`
+/// answers an I/O failure (exit 3) with its report object too, so a script
+/// always has one shape to parse.
+#[test]
+fn json_report_on_exit_3() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("adir")).unwrap();
+    let out = lancet(dir.path(), &["apply", "--json", "adir"]);
+    assert_eq!(code(&out), 3);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("no JSON report ({e}): {:?}", stdout(&out)));
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["written"], false);
+    assert!(v["files"].as_array().unwrap().is_empty());
+    assert!(v["message"].as_str().unwrap().contains("adir"), "{v}");
+}

@@ -433,3 +433,27 @@ fn prompts() {
         insta::assert_snapshot!(format!("prompt_{}", f.name()), f.instructions());
     }
 }
+
+/// The outline names what each line of a message speaks for (so the CLI can
+/// tint lines by status, not by words): one subject per line, a failed
+/// edit's detail lines under that edit, the closing sentence as the summary.
+#[test]
+fn the_outline_has_a_subject_per_line() {
+    use feedback::Subject;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("app.py"), APP).unwrap();
+    let ws = Workspace::open(dir.path()).unwrap();
+    let edits = "app.py\n```\n<<<<<<< SEARCH\n    result = 0\n=======\n    result = 1\n>>>>>>> REPLACE\n```\napp.py\n```\n<<<<<<< SEARCH\n    return totl\n=======\n    return total\n>>>>>>> REPLACE\n```\n";
+    let patch = Format::SearchReplace.parse(edits).unwrap();
+    let planned = plan(&ws, &patch, &ApplyOptions::default());
+    let outline = planned.outline().to_vec();
+    let message = planned.into_report().message;
+    let lines: Vec<&str> = message.lines().collect();
+    assert_eq!(outline.len(), lines.len(), "{message}");
+    assert_eq!(outline[0], Subject::Edit(0), "{message}");
+    assert_eq!(outline[1], Subject::Edit(1), "{message}");
+    assert!(lines.len() > 3, "the failure has detail lines: {message}");
+    let detail = &outline[2..lines.len() - 1];
+    assert!(detail.iter().all(|s| *s == Subject::Edit(1)), "{outline:?}");
+    assert_eq!(outline.last(), Some(&Subject::Summary));
+}

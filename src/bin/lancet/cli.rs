@@ -1,9 +1,17 @@
 //! The command line, as DESIGN.md's contract fixes it (clap derive).
 //!
-//! Only parsing lives here; `main.rs` runs the commands.
+//! Only parsing lives here; `main.rs` and `run.rs` run the commands. Value
+//! lists come from the library where it has them: `--format` and
+//! `--edit-format` accept `auto` and every [`Format::ALL`] name, `--permission`
+//! every [`Mode::ALL`](lancet::agent::permissions::Mode::ALL) name, so a new
+//! format or mode needs no change here.
 
+use std::ffi::OsStr;
 use std::path::PathBuf;
 
+use clap::builder::TypedValueParser;
+use clap::builder::{NonEmptyStringValueParser, PossibleValue, PossibleValuesParser};
+use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use lancet::Format;
 
@@ -29,45 +37,89 @@ pub(crate) enum Command {
     Formats(FormatsArgs),
     /// The agent: a model works on the task with tools, in this root.
     #[cfg(feature = "agent")]
-    Run(crate::run::RunArgs),
+    Run(RunArgs),
     /// Run a command as the bash tool would: in the OS sandbox, in the root.
     #[cfg(feature = "agent")]
     Sandbox(crate::sandbox::SandboxArgs),
 }
 
-/// The formats named by the contract; not every one is in every build yet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum FormatChoice {
-    Auto,
-    SearchReplace,
-    Udiff,
-    Hashline,
-    Whole,
-    ApplyPatch,
+/// Every format's command-line name, in [`Format::ALL`]'s order.
+pub(crate) fn format_names() -> Vec<&'static str> {
+    Format::ALL.iter().map(|f| f.name()).collect()
 }
 
-impl FormatChoice {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            FormatChoice::Auto => "auto",
-            FormatChoice::SearchReplace => "search-replace",
-            FormatChoice::Udiff => "udiff",
-            FormatChoice::Hashline => "hashline",
-            FormatChoice::Whole => "whole",
-            FormatChoice::ApplyPatch => "apply-patch",
-        }
+/// A value parser over the names a library type gives its values: the
+/// accepted list, the error for anything else and `--help`'s list all come
+/// from `all` and `name`.
+#[derive(Clone)]
+pub(crate) struct Named<T: 'static> {
+    all: &'static [T],
+    name: fn(T) -> &'static str,
+}
+
+impl<T: Copy + Send + Sync + 'static> TypedValueParser for Named<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<T, clap::Error> {
+        let names = self.all.iter().map(|&v| (self.name)(v));
+        let given = PossibleValuesParser::new(names).parse_ref(cmd, arg, value)?;
+        self.all
+            .iter()
+            .copied()
+            .find(|&v| (self.name)(v) == given)
+            .ok_or_else(|| clap::Error::new(ErrorKind::InvalidValue).with_cmd(cmd))
     }
 
-    /// The library format (`None` for auto).
-    pub(crate) fn available(self) -> Option<Format> {
-        match self {
-            FormatChoice::SearchReplace => Some(Format::SearchReplace),
-            FormatChoice::Udiff => Some(Format::UnifiedDiff),
-            FormatChoice::Hashline => Some(Format::Hashline),
-            FormatChoice::ApplyPatch => Some(Format::ApplyPatch),
-            FormatChoice::Whole => Some(Format::Whole),
-            _ => None,
-        }
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(
+            self.all.iter().map(|&v| PossibleValue::new((self.name)(v))),
+        ))
+    }
+}
+
+/// The formats, for `lancet view` (which needs one).
+fn formats() -> Named<Format> {
+    Named {
+        all: Format::ALL,
+        name: Format::name,
+    }
+}
+
+/// `--format` / `--edit-format`: `auto` or a format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FormatChoice {
+    /// Detect it (apply) or take it from models.toml (run).
+    Auto,
+    /// This format.
+    Given(Format),
+}
+
+/// Parses `auto` or any [`Format::ALL`] name.
+#[derive(Clone)]
+pub(crate) struct FormatChoiceParser;
+
+impl TypedValueParser for FormatChoiceParser {
+    type Value = FormatChoice;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<FormatChoice, clap::Error> {
+        let names = std::iter::once("auto").chain(format_names());
+        let given = PossibleValuesParser::new(names).parse_ref(cmd, arg, value)?;
+        Ok(Format::from_name(&given).map_or(FormatChoice::Auto, FormatChoice::Given))
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        let names = std::iter::once("auto").chain(format_names());
+        Some(Box::new(names.map(PossibleValue::new)))
     }
 }
 
@@ -92,7 +144,7 @@ pub(crate) struct ApplyArgs {
     /// A file of edits; '-' or absent: standard input.
     pub(crate) input: Option<PathBuf>,
     /// The edit format (auto: detect it from the input).
-    #[arg(short, long, value_enum, default_value = "auto")]
+    #[arg(short, long, value_parser = FormatChoiceParser, default_value = "auto")]
     pub(crate) format: FormatChoice,
     /// Workspace root; every path resolves inside it.
     #[arg(short = 'C', long, default_value = ".")]
@@ -131,8 +183,8 @@ pub(crate) struct ViewArgs {
     /// The file to show.
     pub(crate) file: PathBuf,
     /// The format whose view to use.
-    #[arg(short, long, value_enum, default_value = "search-replace")]
-    pub(crate) format: FormatChoice,
+    #[arg(short, long, value_parser = formats(), default_value = "search-replace")]
+    pub(crate) format: Format,
     /// Only lines A:B (1-based, inclusive; A: or :B open-ended).
     #[arg(long, value_name = "A:B")]
     pub(crate) lines: Option<String>,
@@ -160,4 +212,121 @@ pub(crate) struct UndoArgs {
 pub(crate) struct FormatsArgs {
     /// A format whose model instructions to print.
     pub(crate) name: Option<String>,
+}
+
+/// `--provider`: one of the two wires, or a profile of the configuration.
+#[cfg(feature = "agent")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ProviderChoice {
+    /// OpenAI-compatible Chat Completions.
+    OpenAi,
+    /// Anthropic Messages.
+    Anthropic,
+    /// A `[providers.NAME]` profile.
+    Profile(String),
+}
+
+#[cfg(feature = "agent")]
+impl ProviderChoice {
+    /// `openai`, `anthropic`, or the profile's name.
+    pub(crate) fn from_name(name: &str) -> ProviderChoice {
+        match name {
+            "openai" => ProviderChoice::OpenAi,
+            "anthropic" => ProviderChoice::Anthropic,
+            other => ProviderChoice::Profile(other.to_owned()),
+        }
+    }
+
+    /// The name it was given as (a profile may be called `openai` too).
+    pub(crate) fn name(&self) -> &str {
+        match self {
+            ProviderChoice::OpenAi => "openai",
+            ProviderChoice::Anthropic => "anthropic",
+            ProviderChoice::Profile(name) => name,
+        }
+    }
+}
+
+/// Parses `openai`, `anthropic` or any other (non-empty) profile name; help
+/// lists the two wires.
+#[cfg(feature = "agent")]
+#[derive(Clone)]
+pub(crate) struct ProviderParser;
+
+#[cfg(feature = "agent")]
+impl TypedValueParser for ProviderParser {
+    type Value = ProviderChoice;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<ProviderChoice, clap::Error> {
+        let name = NonEmptyStringValueParser::new().parse_ref(cmd, arg, value)?;
+        Ok(ProviderChoice::from_name(&name))
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(
+            ["openai", "anthropic"].into_iter().map(PossibleValue::new),
+        ))
+    }
+}
+
+/// The permission modes.
+#[cfg(feature = "agent")]
+fn modes() -> Named<lancet::agent::permissions::Mode> {
+    use lancet::agent::permissions::Mode;
+    Named {
+        all: Mode::ALL,
+        name: Mode::name,
+    }
+}
+
+#[cfg(feature = "agent")]
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// What the agent should do.
+    pub(crate) task: String,
+    /// Model as the provider names it (default: config, else LANCET_MODEL).
+    #[arg(short, long)]
+    pub(crate) model: Option<String>,
+    /// openai, anthropic, or a profile name from the configuration.
+    #[arg(long, value_parser = ProviderParser)]
+    pub(crate) provider: Option<ProviderChoice>,
+    /// Endpoint (default: profile, else OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the public one).
+    #[arg(long)]
+    pub(crate) base_url: Option<String>,
+    /// The edit format (auto: from models.toml).
+    #[arg(short = 'f', long, value_parser = FormatChoiceParser)]
+    pub(crate) edit_format: Option<FormatChoice>,
+    /// The model writes edits in its reply instead of calling the edit tool.
+    #[arg(long)]
+    pub(crate) text_mode: bool,
+    /// What runs without asking.
+    #[arg(long, value_parser = modes())]
+    pub(crate) permission: Option<lancet::agent::permissions::Mode>,
+    /// The same as --permission auto.
+    #[arg(short = 'y', long)]
+    pub(crate) yes: bool,
+    /// The most model turns.
+    #[arg(long)]
+    pub(crate) max_turns: Option<u32>,
+    /// One JSON event per line on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Workspace root; every path resolves inside it.
+    #[arg(short = 'C', long, default_value = ".")]
+    pub(crate) root: PathBuf,
+    /// Continue the last session in this root.
+    #[arg(long)]
+    pub(crate) resume: bool,
+    /// Trust this project's .lancet.toml as it is now (remembered in the user's configuration).
+    #[arg(long)]
+    pub(crate) trust: bool,
+    /// The bash tool's OS sandbox: read-only, workspace-write or off
+    /// (default: config, else read-only for --permission read-only, else workspace-write).
+    #[arg(long, value_name = "MODE", value_parser = crate::sandbox::mode)]
+    pub(crate) sandbox: Option<lancet::agent::sandbox::SandboxMode>,
 }

@@ -1,156 +1,142 @@
-//! The `lancet` command: the engine as a standalone patch tool.
+//! The `lancet` command: the engine as a standalone patch tool, and the agent.
 //!
 //! Binary-only code lives here (argument parsing, terminal output, exit
 //! statuses), so the library's API cannot grow by accident. Every command is
-//! one variant of [`Command`], dispatched in one `match`. The command-line
-//! contract (flags, exit statuses, the JSON report) is fixed by DESIGN.md:
-//! other tools script it.
+//! one variant of [`Command`], dispatched in one `match`; each returns
+//! `Result<Exit, Error>`, and `main` alone prints an error and picks the exit
+//! status from it. The command-line contract (flags, exit statuses, the JSON
+//! report) is fixed by DESIGN.md: other tools script it.
 
 mod cli;
+mod error;
 #[cfg(feature = "agent")]
 mod run;
 #[cfg(feature = "agent")]
 mod sandbox;
 mod style;
+#[cfg(feature = "agent")]
+mod trust;
 
 use std::io::{IsTerminal, Read};
 use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Parser;
-use lancet::{ApplyOptions, Format, MatchOptions, Tier, Workspace, WorkspaceError, feedback};
+use lancet::{ApplyOptions, Format, MatchOptions, Tier, Workspace, WorkspaceError};
 
 use cli::{ApplyArgs, Cli, Command, DiffArgs, FormatChoice, FormatsArgs, UndoArgs, ViewArgs};
-use style::Style;
-
-/// Exit statuses of the contract.
-mod status {
-    pub(crate) const OK: u8 = 0;
-    pub(crate) const FAILED: u8 = 1;
-    pub(crate) const USAGE: u8 = 2;
-    pub(crate) const IO: u8 = 3;
-}
+use error::{Error, Exit};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() {
-                status::USAGE
+            let exit = if e.use_stderr() {
+                Exit::Usage
             } else {
-                status::OK
+                Exit::Success
             };
             let _ = e.print();
-            return ExitCode::from(code);
+            return exit.into();
         }
     };
-    let code = match cli.command {
-        Command::Apply(args) => apply(args),
-        Command::View(args) => view(args),
-        Command::Diff(args) => diff(args),
-        Command::Undo(args) => undo(args),
-        Command::Formats(args) => formats(args),
+    // `apply --json` answers every outcome, failures of any exit status
+    // included, with its report object on stdout: scripts parse one shape.
+    let json_report = matches!(&cli.command, Command::Apply(a) if a.json);
+    let result = match cli.command {
+        Command::Apply(args) => apply(&args),
+        Command::View(args) => view(&args),
+        Command::Diff(args) => diff(&args),
+        Command::Undo(args) => undo(&args),
+        Command::Formats(args) => formats(&args),
         #[cfg(feature = "agent")]
-        Command::Run(args) => run::run(args),
+        Command::Run(args) => run::run(&args),
         #[cfg(feature = "agent")]
-        Command::Sandbox(args) => sandbox::sandbox(args),
+        Command::Sandbox(args) => Ok(Exit::Sandbox(sandbox::sandbox(args))),
     };
-    ExitCode::from(code)
-}
-
-fn usage(msg: &str) -> u8 {
-    eprintln!("lancet: {msg}");
-    status::USAGE
-}
-
-/// Input no format could parse: exit 2, with the report object under `--json`.
-fn malformed(msg: &str, json: bool) -> u8 {
-    if json {
-        let v = serde_json::json!({"ok": false, "written": false, "files": [], "message": msg});
-        println!("{v}");
-        return status::USAGE;
-    }
-    usage(msg)
-}
-
-fn open_root(root: &Path) -> Result<Workspace, u8> {
-    Workspace::open(root).map_err(|e| match e {
-        WorkspaceError::Io { .. } => {
-            eprintln!("lancet: cannot open the root {}: {e}", root.display());
-            status::IO
-        }
-        _ => usage(&format!(
-            "the root {} is not a directory (-C names the workspace root)",
-            root.display()
-        )),
-    })
-}
-
-fn read_input(input: Option<&Path>) -> Result<String, u8> {
-    let bytes = match input {
-        Some(p) if p != Path::new("-") => std::fs::read(p).map_err(|e| {
-            eprintln!("lancet: cannot read the edits file {}: {e}", p.display());
-            if e.kind() == std::io::ErrorKind::NotFound {
-                status::USAGE
-            } else {
-                status::IO
+    match result {
+        Ok(exit) => exit.into(),
+        Err(e) => {
+            if json_report {
+                println!("{}", error_report(&e));
             }
+            anstream::eprintln!("lancet: {}", style::paint(style::BAD, &printable(&e)));
+            e.exit().into()
+        }
+    }
+}
+
+/// An error as `apply --json`'s report object: the planned files when there
+/// is a plan, and the error's words as the message.
+fn error_report(e: &Error) -> serde_json::Value {
+    let mut v = match e {
+        Error::Commit {
+            report: Some(report),
+            ..
+        } => report.to_json(),
+        _ => serde_json::json!({"files": []}),
+    };
+    v["ok"] = serde_json::json!(false);
+    v["written"] = serde_json::json!(false);
+    v["message"] = serde_json::json!(e.to_string());
+    v
+}
+
+/// An error's words with control characters escaped: they quote paths,
+/// configuration files and servers' answers, none of which may move the
+/// cursor or retitle the terminal.
+fn printable(e: &Error) -> String {
+    let mut out = String::new();
+    for c in e.to_string().chars() {
+        if c.is_control() && c != '\n' && c != '\t' {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn read_input(input: Option<&Path>) -> Result<String, Error> {
+    let bytes = match input {
+        Some(p) if p != Path::new("-") => std::fs::read(p).map_err(|source| Error::Read {
+            what: "the edits file ",
+            path: p.to_path_buf(),
+            source,
         })?,
         _ => {
             let mut stdin = std::io::stdin();
             if stdin.is_terminal() {
-                return Err(usage(
-                    "no edits given: pass a file of edits, or pipe them on standard input",
-                ));
+                return Err(Error::NoEdits);
             }
             let mut buf = Vec::new();
-            stdin.read_to_end(&mut buf).map_err(|e| {
-                eprintln!("lancet: cannot read standard input: {e}");
-                status::IO
-            })?;
+            stdin.read_to_end(&mut buf).map_err(Error::Stdin)?;
             buf
         }
     };
-    String::from_utf8(bytes).map_err(|e| {
-        usage(&format!(
-            "the edits are not UTF-8 text (invalid byte at offset {})",
-            e.utf8_error().valid_up_to()
-        ))
+    String::from_utf8(bytes).map_err(|e| Error::NotUtf8 {
+        offset: e.utf8_error().valid_up_to(),
     })
 }
 
-fn apply(args: ApplyArgs) -> u8 {
-    let input = match read_input(args.input.as_deref()) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+fn open_root(root: &Path) -> Result<Workspace, Error> {
+    Workspace::open(root).map_err(|source| Error::Root {
+        path: root.to_path_buf(),
+        source,
+    })
+}
+
+fn apply(args: &ApplyArgs) -> Result<Exit, Error> {
+    let input = read_input(args.input.as_deref())?;
     let format = match args.format {
-        FormatChoice::Auto => match Format::detect(&input) {
-            Some(f) => f,
-            None => {
-                let msg = feedback::parse_error(&lancet::ParseError::Unrecognised, None);
-                return malformed(&msg, args.json);
-            }
-        },
-        other => match other.available() {
-            Some(f) => f,
-            None => {
-                return usage(&format!(
-                    "the {} format is not available in this build yet; available: {}",
-                    other.name(),
-                    Format::ALL
-                        .iter()
-                        .map(|f| f.name())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-            }
-        },
+        FormatChoice::Auto => Format::detect(&input).ok_or(Error::Malformed {
+            error: lancet::ParseError::Unrecognised,
+            format: None,
+        })?,
+        FormatChoice::Given(f) => f,
     };
     if (args.reverse || args.strip.is_some()) && format != Format::UnifiedDiff {
-        return usage(
-            "--reverse and --strip apply to unified diffs; the input is in another format",
-        );
+        return Err(Error::DiffOnly);
     }
     if !cfg!(feature = "syntax")
         && matches!(
@@ -165,14 +151,13 @@ fn apply(args: ApplyArgs) -> u8 {
         strip: args.strip,
         reverse: args.reverse,
     };
-    let patch = match format.parse_with(&input, diff_opts) {
-        Ok(p) => p,
-        Err(e) => return malformed(&feedback::parse_error(&e, Some(format.name())), args.json),
-    };
-    let ws = match open_root(&args.root) {
-        Ok(ws) => ws,
-        Err(code) => return code,
-    };
+    let patch = format
+        .parse_with(&input, diff_opts)
+        .map_err(|error| Error::Malformed {
+            error,
+            format: Some(format.name()),
+        })?;
+    let ws = open_root(&args.root)?;
     let mut matching = MatchOptions::default();
     matching.max_tier = args.max_tier.tier();
     let mut opts = ApplyOptions::default();
@@ -191,6 +176,7 @@ fn apply(args: ApplyArgs) -> u8 {
         .files
         .iter()
         .any(|f| matches!(f.error, Some(lancet::EditError::Unreadable { .. })));
+    let outline = plan.outline().to_vec();
     // Only a dry run shows the diff; computing it costs a full text diff per file.
     let diff_text = if args.dry_run {
         plan.unified_diff(3)
@@ -199,21 +185,15 @@ fn apply(args: ApplyArgs) -> u8 {
     };
     let write = !args.dry_run && !args.check;
     let report = if write {
-        match plan.commit(&ws) {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("lancet: nothing was written: {e}");
-                return if e.is_io() {
-                    status::IO
-                } else {
-                    status::FAILED
-                };
-            }
-        }
+        // The report goes out with the error under --json; only then is it kept.
+        let planned = args.json.then(|| Box::new(plan.report().clone()));
+        plan.commit(&ws).map_err(|source| Error::Commit {
+            source,
+            report: planned,
+        })?
     } else {
         plan.into_report()
     };
-    let style = Style::for_stream(std::io::stdout().is_terminal());
     if args.json {
         let mut v = report.to_json();
         if args.dry_run {
@@ -221,45 +201,38 @@ fn apply(args: ApplyArgs) -> u8 {
         }
         println!("{v}");
     } else if !args.check {
+        let message = style::message(&report, &outline);
         if args.dry_run {
             print!("{diff_text}");
-            eprintln!("{}", style.message(&report.message));
+            anstream::eprintln!("{message}");
             eprintln!("(dry run: nothing was written)");
         } else if report.ok {
-            println!("{}", style.message(&report.message));
+            anstream::println!("{message}");
         } else {
-            eprintln!(
-                "{}",
-                Style::for_stream(std::io::stderr().is_terminal()).message(&report.message)
-            );
+            anstream::eprintln!("{message}");
         }
     }
-    if io_failure {
-        status::IO
+    Ok(if io_failure {
+        Exit::Io
     } else if report.ok {
-        status::OK
+        Exit::Success
     } else {
-        status::FAILED
-    }
+        Exit::Failed
+    })
 }
 
-fn diff(args: DiffArgs) -> u8 {
+fn diff(args: &DiffArgs) -> Result<Exit, Error> {
     let read = |p: &Path| {
-        std::fs::read(p).map_err(|e| {
-            eprintln!("lancet: cannot read {}: {e}", p.display());
-            if e.kind() == std::io::ErrorKind::NotFound {
-                status::USAGE
-            } else {
-                status::IO
-            }
+        std::fs::read(p).map_err(|source| Error::Read {
+            what: "",
+            path: p.to_path_buf(),
+            source,
         })
     };
-    let (a, b) = match (read(&args.old), read(&args.new)) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(c), _) | (_, Err(c)) => return c,
-    };
+    let a = read(&args.old)?;
+    let b = read(&args.new)?;
     if a == b {
-        return status::OK;
+        return Ok(Exit::Success);
     }
     match (std::str::from_utf8(&a), std::str::from_utf8(&b)) {
         (Ok(a), Ok(b)) if !a.contains('\0') && !b.contains('\0') => {
@@ -280,14 +253,11 @@ fn diff(args: DiffArgs) -> u8 {
             args.new.display()
         ),
     }
-    status::FAILED
+    Ok(Exit::Failed)
 }
 
-fn undo(args: UndoArgs) -> u8 {
-    let ws = match open_root(&args.root) {
-        Ok(ws) => ws,
-        Err(code) => return code,
-    };
+fn undo(args: &UndoArgs) -> Result<Exit, Error> {
+    let ws = open_root(&args.root)?;
     match ws.undo() {
         Ok(receipt) => {
             for p in &receipt.restored {
@@ -296,71 +266,34 @@ fn undo(args: UndoArgs) -> u8 {
             for p in &receipt.removed {
                 println!("removed {p} (the apply had created it)");
             }
-            status::OK
+            Ok(Exit::Success)
         }
-        Err(WorkspaceError::NothingToUndo) => {
-            eprintln!(
-                "lancet: nothing to undo: no apply is recorded in {}",
-                ws.root().display()
-            );
-            status::FAILED
-        }
-        Err(e @ WorkspaceError::UndoConflict { .. }) => {
-            eprintln!(
-                "lancet: {e}; nothing was changed. Undo would overwrite changes made after the apply."
-            );
-            status::FAILED
-        }
-        Err(e) => {
-            eprintln!("lancet: undo failed, nothing was changed: {e}");
-            if e.is_io() {
-                status::IO
-            } else {
-                status::FAILED
-            }
-        }
+        Err(WorkspaceError::NothingToUndo) => Err(Error::NothingToUndo {
+            root: ws.root().to_path_buf(),
+        }),
+        Err(e @ WorkspaceError::UndoConflict { .. }) => Err(Error::UndoConflict(e)),
+        Err(e) => Err(Error::Undo(e)),
     }
 }
 
-fn view(args: ViewArgs) -> u8 {
-    let format = match args.format.available() {
-        Some(f) => f,
-        None => {
-            return usage(&format!(
-                "the {} view is not available in this build yet",
-                args.format.name()
-            ));
-        }
-    };
-    let bytes = match std::fs::read(&args.file) {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("lancet: cannot read {}: {e}", args.file.display());
-            return if e.kind() == std::io::ErrorKind::NotFound {
-                status::USAGE
-            } else {
-                status::IO
-            };
-        }
-    };
-    let doc = match lancet::Document::from_vec(bytes) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("lancet: {}: {e}", args.file.display());
-            return status::FAILED;
-        }
-    };
-    let range = match args.lines.as_deref().map(parse_range).transpose() {
-        Ok(r) => r,
-        Err(msg) => return usage(&msg),
-    };
-    print!("{}", format.view(&doc, range));
-    status::OK
+fn view(args: &ViewArgs) -> Result<Exit, Error> {
+    let bytes = std::fs::read(&args.file).map_err(|source| Error::Read {
+        what: "",
+        path: args.file.clone(),
+        source,
+    })?;
+    let doc = lancet::Document::from_vec(bytes).map_err(|source| Error::NotText {
+        path: args.file.clone(),
+        source,
+    })?;
+    let range = args.lines.as_deref().map(parse_range).transpose()?;
+    print!("{}", args.format.view(&doc, range));
+    Ok(Exit::Success)
 }
 
 /// `A:B` (1-based, inclusive; either side may be omitted) to a 0-based half-open range.
-fn parse_range(s: &str) -> Result<std::ops::Range<usize>, String> {
-    let bad = || format!("--lines takes A:B with 1-based line numbers (got {s:?})");
+fn parse_range(s: &str) -> Result<std::ops::Range<usize>, Error> {
+    let bad = || Error::BadRange(s.to_owned());
     let (a, b) = s.split_once(':').ok_or_else(bad)?;
     let a: usize = if a.is_empty() {
         1
@@ -378,28 +311,20 @@ fn parse_range(s: &str) -> Result<std::ops::Range<usize>, String> {
     Ok(a - 1..b)
 }
 
-fn formats(args: FormatsArgs) -> u8 {
-    match args.name {
+fn formats(args: &FormatsArgs) -> Result<Exit, Error> {
+    match &args.name {
         None => {
             for f in Format::ALL {
                 println!("{:<16} {}", f.name(), f.summary());
             }
-            status::OK
+            Ok(Exit::Success)
         }
-        Some(name) => match Format::from_name(&name) {
-            Some(f) => {
-                print!("{}", f.instructions());
-                status::OK
-            }
-            None => usage(&format!(
-                "unknown format {name:?}; available: {}",
-                Format::ALL
-                    .iter()
-                    .map(|f| f.name())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
-        },
+        Some(name) => {
+            let f = Format::from_name(name)
+                .ok_or_else(|| Error::UnknownFormat { name: name.clone() })?;
+            print!("{}", f.instructions());
+            Ok(Exit::Success)
+        }
     }
 }
 

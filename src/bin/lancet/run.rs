@@ -1,14 +1,20 @@
 //! `lancet run`: resolves the configuration (defaults < user file < project
 //! file < environment < flags), builds the provider, tools and permissions,
 //! and drives the loop, printing events as text or JSON lines.
+//!
+//! The project's `.lancet.toml` counts only as far as the user trusts it
+//! (`trust.rs`: by hash, `--trust`, or a question on a terminal); untrusted,
+//! it may only narrow the user's settings, and stderr says which keys were
+//! ignored. Every endpoint is checked (http or https, with a host) before a
+//! request is made, and an error names the flag, variable or file key that
+//! set it.
 
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use clap::Args;
 use lancet::Workspace;
-use lancet::agent::config::{self, Layer, WireKind};
+use lancet::agent::config::{self, Layer, Trusted, WireKind};
 use lancet::agent::models::{EditMode, Models};
 use lancet::agent::permissions::{
     Answer, Effect, Mode, NoTerminal, Permissions, Prompter, Question, Rule,
@@ -18,56 +24,11 @@ use lancet::agent::run::{self, Ending, Event, RunConfig};
 use lancet::agent::sandbox::{self, SandboxMode};
 use lancet::agent::session::{Entry, Session};
 use lancet::agent::tools::{Tools, ToolsConfig};
-use lancet::agent::types::{BaseUrlProblem, Limit, Message, ProviderError};
+use lancet::agent::types::Message;
 
-use crate::cli::FormatChoice;
-use crate::status;
-
-/// Exit status of `run` when the provider failed after retries.
-const PROVIDER: u8 = 3;
-
-#[derive(Debug, Args)]
-pub(crate) struct RunArgs {
-    /// What the agent should do.
-    pub(crate) task: String,
-    /// Model as the provider names it (default: config, else LANCET_MODEL).
-    #[arg(short, long)]
-    pub(crate) model: Option<String>,
-    /// openai, anthropic, or a profile name from the configuration.
-    #[arg(long)]
-    pub(crate) provider: Option<String>,
-    /// Endpoint (default: profile, else OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the public one).
-    #[arg(long)]
-    pub(crate) base_url: Option<String>,
-    /// The edit format (auto: from models.toml).
-    #[arg(short = 'f', long, value_enum)]
-    pub(crate) edit_format: Option<FormatChoice>,
-    /// The model writes edits in its reply instead of calling the edit tool.
-    #[arg(long)]
-    pub(crate) text_mode: bool,
-    /// read-only, ask or auto.
-    #[arg(long)]
-    pub(crate) permission: Option<String>,
-    /// The same as --permission auto.
-    #[arg(short = 'y', long)]
-    pub(crate) yes: bool,
-    /// The most model turns.
-    #[arg(long)]
-    pub(crate) max_turns: Option<u32>,
-    /// One JSON event per line on stdout.
-    #[arg(long)]
-    pub(crate) json: bool,
-    /// Workspace root; every path resolves inside it.
-    #[arg(short = 'C', long, default_value = ".")]
-    pub(crate) root: PathBuf,
-    /// Continue the last session in this root.
-    #[arg(long)]
-    pub(crate) resume: bool,
-    /// The bash tool's OS sandbox: read-only, workspace-write or off
-    /// (default: config, else read-only for --permission read-only, else workspace-write).
-    #[arg(long, value_name = "MODE", value_parser = crate::sandbox::mode)]
-    pub(crate) sandbox: Option<SandboxMode>,
-}
+use crate::cli::{FormatChoice, ProviderChoice, RunArgs};
+use crate::error::{Error, Exit, Origin, UrlProblem};
+use crate::{style, trust};
 
 /// Everything a run needs, resolved from the layers.
 struct Settings {
@@ -92,33 +53,163 @@ struct Settings {
     layer: Layer,
 }
 
-fn layers(root: &Path) -> Result<Layer, String> {
-    let mut layer = config::defaults();
-    let user = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
-        .map(|d| d.join("lancet").join("config.toml"));
-    let project = root.join(".lancet.toml");
-    for path in user.into_iter().chain([project.clone()]) {
-        if let Ok(text) = std::fs::read_to_string(&path) {
-            let mut over = Layer::parse(&text, &path.display().to_string())
-                .map_err(|e| format!("{}: {}", e.source_name, e.message))?;
-            if path == project {
-                crate::sandbox::no_loosening_from_the_project(&mut over);
-            }
-            layer = layer.merged(over);
+/// A one-line note on stderr.
+fn note(text: &str) {
+    anstream::eprintln!(
+        "{}",
+        style::paint(style::NOTICE, &format!("lancet: note: {text}"))
+    );
+}
+
+/// Refuses an endpoint lancet cannot send requests to, naming where it was set.
+fn check_url(url: &str, origin: impl FnOnce() -> Origin) -> Result<(), Error> {
+    let why = match reqwest::Url::parse(url) {
+        Err(_) => Some(UrlProblem::NotUrl),
+        Ok(u) if !matches!(u.scheme(), "http" | "https") => {
+            Some(UrlProblem::Scheme(u.scheme().to_owned()))
+        }
+        Ok(u) if u.host_str().is_none_or(str::is_empty) => Some(UrlProblem::NoHost),
+        Ok(_) => None,
+    };
+    match why {
+        None => Ok(()),
+        Some(why) => Err(Error::BadBaseUrl {
+            url: url.to_owned(),
+            origin: origin(),
+            why,
+        }),
+    }
+}
+
+/// Every endpoint a configuration file sets.
+fn check_urls(layer: &Layer, file: &Path) -> Result<(), Error> {
+    let at = |key: String| {
+        let file = file.to_path_buf();
+        move || Origin::Config { key, file }
+    };
+    if let Some(url) = &layer.base_url {
+        check_url(url, at("base_url".to_owned()))?;
+    }
+    for (name, profile) in &layer.providers {
+        if let Some(url) = &profile.base_url {
+            check_url(url, at(format!("providers.{name}.base_url")))?;
         }
     }
+    Ok(())
+}
+
+/// Parses one configuration file's text.
+fn parse_layer(text: &str, file: &Path) -> Result<Layer, Error> {
+    let layer = Layer::parse(text, &file.display().to_string()).map_err(Error::Config)?;
+    check_urls(&layer, file)?;
     Ok(layer)
 }
 
-fn settings(args: &RunArgs, models: &Models) -> Result<Settings, String> {
-    let layer = layers(&args.root)?;
+/// The configuration files, merged: the defaults, the user's file, and the
+/// project's `.lancet.toml` as far as the user trusts it.
+fn layers(args: &RunArgs, root: &Path) -> Result<Layer, Error> {
+    let mut layer = config::defaults();
+    let user_file = trust::user_config();
+    let mut trusted = Vec::new();
+    if let Some(path) = &user_file {
+        match std::fs::read_to_string(path) {
+            Ok(text) => {
+                let mut user = parse_layer(&text, path)?;
+                trusted = std::mem::take(&mut user.trusted);
+                layer = layer.merged(user);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => note(&format!("{} is not read: {e}", path.display())),
+        }
+    }
+    let file = root.join(".lancet.toml");
+    let text = match trust::project_file(root, ".lancet.toml", trust::CONFIG_CAP) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Ok(layer),
+        Err(refused) => {
+            note(&refused.to_string());
+            return Ok(layer);
+        }
+    };
+    let mut project = Layer::parse(&text, &file.display().to_string()).map_err(Error::Config)?;
+    crate::sandbox::no_loosening_from_the_project(&mut project);
+    let narrowed = project.clone().untrusted_project(&layer);
+    let chosen = if narrowed.ignored.is_empty() {
+        narrowed
+    } else if trusts(
+        args,
+        root,
+        &text,
+        &trusted,
+        user_file.as_deref(),
+        &narrowed.ignored,
+    ) {
+        project.trusted_project()
+    } else {
+        note(&format!(
+            "{} is not trusted, so it may only narrow your settings; ignored: {} (pass --trust, or answer y when asked on a terminal, to use them)",
+            file.display(),
+            narrowed.ignored.join(", ")
+        ));
+        narrowed
+    };
+    if chosen.ignored.contains(&"trusted") {
+        note(&format!(
+            "`trusted` in {} is ignored: only your own configuration may trust a project",
+            file.display()
+        ));
+    }
+    check_urls(&chosen.layer, &file)?;
+    Ok(layer.merged(chosen.layer))
+}
+
+/// Whether the user trusts the project at `root` with this `.lancet.toml`
+/// text, which sets `wanted` (keys only trust allows): remembered in
+/// `entries`, or now (`--trust`, or yes on a terminal), which is remembered
+/// in `user_file`.
+fn trusts(
+    args: &RunArgs,
+    root: &Path,
+    text: &str,
+    entries: &[Trusted],
+    user_file: Option<&Path>,
+    wanted: &[&str],
+) -> bool {
+    let file = root.join(".lancet.toml");
+    let sha256 = trust::digest(text);
+    if trust::is_trusted(entries, root, &sha256) {
+        return true;
+    }
+    let now = args.trust || (std::io::stdin().is_terminal() && trust::ask(&file, wanted));
+    if !now {
+        return false;
+    }
+    match user_file.map(|f| (f, trust::remember(f, root, &sha256))) {
+        Some((f, Ok(()))) => note(&format!(
+            "{} is trusted as it is now (remembered in {}; a change to it needs trust again)",
+            file.display(),
+            f.display()
+        )),
+        Some((f, Err(e))) => note(&format!(
+            "the trust is for this run only: {} could not be written ({e})",
+            f.display()
+        )),
+        None => note("the trust is for this run only: there is no HOME to remember it in"),
+    }
+    true
+}
+
+fn settings(args: &RunArgs, root: &Path, models: &Models) -> Result<Settings, Error> {
+    let layer = layers(args, root)?;
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let provider_name = args.provider.clone().or(layer.provider.clone());
-    let profile = provider_name
-        .as_deref()
-        .and_then(|p| layer.providers.get(p))
+    let provider = args
+        .provider
+        .clone()
+        .or_else(|| layer.provider.as_deref().map(ProviderChoice::from_name));
+    // A profile may carry a wire's name too (to set its endpoint or key).
+    let profile = provider
+        .as_ref()
+        .and_then(|p| layer.providers.get(p.name()))
         .cloned()
         .unwrap_or_default();
     let model = args
@@ -127,14 +218,12 @@ fn settings(args: &RunArgs, models: &Models) -> Result<Settings, String> {
         .or(profile.model.clone())
         .or(layer.model.clone())
         .or(env("LANCET_MODEL"))
-        .ok_or("no model: pass --model, set `model` in .lancet.toml, or set LANCET_MODEL")?;
-    let wire = match (provider_name.as_deref(), profile.wire) {
-        (_, Some(WireKind::Anthropic)) | (Some("anthropic"), _) => Wire::Anthropic,
-        (_, Some(WireKind::Openai)) | (Some("openai"), _) => Wire::OpenAi,
-        (Some(p), None) if !layer.providers.contains_key(p) => {
-            return Err(format!(
-                "unknown provider `{p}`: use openai, anthropic, or a profile under [providers] in the configuration"
-            ));
+        .ok_or(Error::NoModel)?;
+    let wire = match (&provider, profile.wire) {
+        (_, Some(WireKind::Anthropic)) | (Some(ProviderChoice::Anthropic), _) => Wire::Anthropic,
+        (_, Some(WireKind::Openai)) | (Some(ProviderChoice::OpenAi), _) => Wire::OpenAi,
+        (Some(ProviderChoice::Profile(name)), None) if !layer.providers.contains_key(name) => {
+            return Err(Error::UnknownProvider { name: name.clone() });
         }
         _ if model.starts_with("claude") => Wire::Anthropic,
         _ => Wire::OpenAi,
@@ -151,45 +240,64 @@ fn settings(args: &RunArgs, models: &Models) -> Result<Settings, String> {
             "https://api.openai.com/v1",
         ),
     };
-    let base_url = args
-        .base_url
-        .clone()
-        .or(profile.base_url.clone())
-        .or(layer.base_url.clone())
-        .or(env(url_env))
-        .unwrap_or_else(|| public.to_owned());
+    // (Configured endpoints were checked where their file was read.)
+    let base_url = match (
+        &args.base_url,
+        profile.base_url.clone().or(layer.base_url.clone()),
+    ) {
+        (Some(url), _) => {
+            check_url(url, || Origin::Flag("--base-url"))?;
+            url.clone()
+        }
+        (None, Some(url)) => url,
+        (None, None) => match env(url_env) {
+            Some(url) => {
+                check_url(&url, || Origin::Env(url_env))?;
+                url
+            }
+            None => public.to_owned(),
+        },
+    };
     let api_key = env(profile.api_key_env.as_deref().unwrap_or(key_env));
     let entry = models.lookup(&model);
     let choice = match args.edit_format {
-        Some(c) => c.name().to_owned(),
-        None => layer.edit_format.clone().unwrap_or_else(|| "auto".into()),
+        Some(c) => c,
+        None => match layer.edit_format.as_deref() {
+            None | Some("auto") => FormatChoice::Auto,
+            Some(name) => {
+                FormatChoice::Given(lancet::Format::from_name(name).ok_or_else(|| {
+                    Error::UnknownEditFormat {
+                        name: name.to_owned(),
+                    }
+                })?)
+            }
+        },
     };
-    let format = if choice == "auto" {
-        entry.map_or(lancet::Format::SearchReplace, |e| e.format())
-    } else {
-        lancet::Format::from_name(&choice).ok_or_else(|| {
-            format!("unknown edit format `{choice}`: use auto, search-replace, udiff, hashline, whole or apply-patch")
-        })?
+    let format = match choice {
+        FormatChoice::Auto => entry.map_or(lancet::Format::SearchReplace, |e| e.format()),
+        FormatChoice::Given(f) => f,
     };
     let text_mode = args.text_mode
         || (args.edit_format.is_none() && entry.is_some_and(|e| e.mode == EditMode::Text));
-    let permission = if args.yes {
-        "auto".to_owned()
+    let mode = if args.yes {
+        Mode::Auto
+    } else if let Some(mode) = args.permission {
+        mode
     } else {
-        args.permission
-            .clone()
-            .or(layer.permission.clone())
-            .unwrap_or_else(|| "ask".into())
+        match layer.permission.as_deref() {
+            None => Mode::Ask,
+            Some(name) => Mode::from_name(name).ok_or_else(|| Error::UnknownPermission {
+                name: name.to_owned(),
+            })?,
+        }
     };
-    let mode = Mode::from_name(&permission).ok_or_else(|| {
-        format!("unknown permission mode `{permission}`: use read-only, ask or auto")
-    })?;
     let sandbox = match (args.sandbox, layer.sandbox.as_deref()) {
         (Some(m), _) => m,
-        (None, Some(name)) => crate::sandbox::mode(name)?,
+        (None, Some(name)) => crate::sandbox::mode(name).map_err(Error::SandboxSetting)?,
         (None, None) => SandboxMode::for_permission(mode),
     };
-    let sandbox_writable = crate::sandbox::writable_dirs(&layer.sandbox_writable)?;
+    let sandbox_writable =
+        crate::sandbox::writable_dirs(&layer.sandbox_writable).map_err(Error::SandboxSetting)?;
     Ok(Settings {
         sandbox,
         sandbox_network: layer.sandbox_network.unwrap_or(false),
@@ -212,13 +320,15 @@ fn settings(args: &RunArgs, models: &Models) -> Result<Settings, String> {
     })
 }
 
-fn permissions(s: &Settings) -> Result<Permissions, String> {
-    let parse = |rules: &[String]| -> Result<Vec<Rule>, String> {
+fn permissions(s: &Settings) -> Result<Permissions, Error> {
+    let parse = |rules: &[String]| -> Result<Vec<Rule>, Error> {
         rules
             .iter()
             .map(|r| {
-                r.parse::<Rule>()
-                    .map_err(|e| format!("permission rule `{r}`: {e}"))
+                r.parse::<Rule>().map_err(|source| Error::BadRule {
+                    rule: r.clone(),
+                    source,
+                })
             })
             .collect()
     };
@@ -247,22 +357,20 @@ impl Prompter for Terminal {
     }
 }
 
-pub(crate) fn run(args: RunArgs) -> u8 {
-    let models = match Models::builtin() {
-        Ok(m) => m,
-        Err(e) => return crate::usage(&format!("models.toml: {e}")),
-    };
-    let s = match settings(&args, &models) {
-        Ok(s) => s,
-        Err(msg) => return crate::usage(&msg),
-    };
-    let rules = match permissions(&s) {
-        Ok(p) => p,
-        Err(msg) => return crate::usage(&msg),
-    };
-    let ws = match Workspace::open(&args.root) {
-        Ok(ws) => ws,
-        Err(e) => return crate::usage(&format!("{}: {e}", args.root.display())),
+pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
+    let models = Models::builtin().map_err(Error::Models)?;
+    let ws = Workspace::open(&args.root).map_err(|source| Error::RunRoot {
+        root: args.root.clone(),
+        source,
+    })?;
+    let s = settings(args, ws.root(), &models)?;
+    let rules = permissions(&s)?;
+    let agents = match trust::project_file(ws.root(), "AGENTS.md", trust::AGENTS_CAP) {
+        Ok(text) => text,
+        Err(refused) => {
+            note(&refused.to_string());
+            None
+        }
     };
     let mut pc = ProviderConfig::new(s.wire, s.base_url.clone(), s.model.clone());
     pc.api_key = s.api_key.clone();
@@ -273,13 +381,13 @@ pub(crate) fn run(args: RunArgs) -> u8 {
         usize::try_from(n).unwrap_or(usize::MAX)
     });
     let idle = pc.idle_timeout;
-    let provider = match Provider::new(pc) {
-        Ok(p) => p,
-        Err(ProviderError::InvalidBaseUrl { url, problem }) => {
-            return crate::usage(&bad_base_url(&url, &problem));
-        }
-        Err(e) => return provider_failed(&e, &s, idle),
+    let provider_failed = |source| Error::Provider {
+        source: Box::new(source),
+        base_url: s.base_url.clone(),
+        model: s.model.clone(),
+        idle,
     };
+    let provider = Provider::new(pc).map_err(provider_failed)?;
     let prompter: Box<dyn Prompter> = if std::io::stdin().is_terminal() {
         Box::new(Terminal)
     } else {
@@ -297,7 +405,6 @@ pub(crate) fn run(args: RunArgs) -> u8 {
         eprintln!("lancet: {}", jail.summary);
     }
     let mut tools = Tools::new(ws, tc, rules, prompter);
-    let agents = std::fs::read_to_string(args.root.join("AGENTS.md")).ok();
     let mut system = run::system_prompt(s.format.instructions(), s.text_mode, agents.as_deref());
     system.push_str(&sandbox::prompt_note(jail.enforced.as_ref()));
     let config = RunConfig {
@@ -311,13 +418,14 @@ pub(crate) fn run(args: RunArgs) -> u8 {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
-    let (mut session, mut messages) = match args.resume {
-        true => match Session::resume_last(&args.root) {
+    let (mut session, mut messages) = if args.resume {
+        match Session::resume_last(&args.root) {
             Ok(Some((session, messages))) => (Some(session), messages),
-            Ok(None) => return crate::usage("--resume: there is no session in this root yet"),
-            Err(e) => return crate::usage(&format!("--resume: {e}")),
-        },
-        false => (Session::create(&args.root, now).ok(), Vec::new()),
+            Ok(None) => return Err(Error::NoSession),
+            Err(e) => return Err(Error::Resume(e)),
+        }
+    } else {
+        (Session::create(&args.root, now).ok(), Vec::new())
     };
     if let Some(session) = session.as_mut() {
         let _ = session.record(&Entry::Start {
@@ -344,14 +452,11 @@ pub(crate) fn run(args: RunArgs) -> u8 {
             "sandbox": jail.summary,
         }));
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => return crate::usage(&format!("cannot start the runtime: {e}")),
-    };
+        .map_err(Error::Runtime)?;
     // Whether stdout ends mid-line (streamed text without its newline).
     let mut open_line = false;
     let mut show = |e: Event| {
@@ -373,12 +478,11 @@ pub(crate) fn run(args: RunArgs) -> u8 {
     }
     let outcome = match result {
         None => {
-            eprintln!(
-                "\nlancet: interrupted; the session so far is saved (continue with --resume)"
-            );
-            return status::FAILED;
+            // Past the terminal's `^C`.
+            eprintln!();
+            return Err(Error::Interrupted);
         }
-        Some(Err(e)) => return provider_failed(&e, &s, idle),
+        Some(Err(e)) => return Err(provider_failed(e)),
         Some(Ok(o)) => o,
     };
     let cost = models
@@ -394,27 +498,35 @@ pub(crate) fn run(args: RunArgs) -> u8 {
             "cost": cost,
         }));
     } else {
-        let why = match outcome.ending {
-            Ending::Answered => "done",
-            Ending::MaxTurns => "stopped: the turn limit was reached (raise it with --max-turns)",
-            Ending::Repeating => "stopped: the model repeated the same failing call",
-            Ending::NoTerminal => {
-                "stopped: a call needed your confirmation and there is no terminal (pass --yes, or allow it in .lancet.toml)"
-            }
+        let (why, tint) = match outcome.ending {
+            Ending::Answered => ("done", style::GOOD),
+            Ending::MaxTurns => (
+                "stopped: the turn limit was reached (raise it with --max-turns)",
+                style::NOTICE,
+            ),
+            Ending::Repeating => (
+                "stopped: the model repeated the same failing call",
+                style::NOTICE,
+            ),
+            Ending::NoTerminal => (
+                "stopped: a call needed your confirmation and there is no terminal (pass --yes, or allow it in .lancet.toml)",
+                style::NOTICE,
+            ),
         };
         let cost = cost.map(|c| format!(", ${c:.4}")).unwrap_or_default();
-        eprintln!(
-            "\n{why} — {} turn{}, {} tokens in, {} out{cost}",
+        anstream::eprintln!(
+            "\n{} — {} turn{}, {} tokens in, {} out{cost}",
+            style::paint(tint, why),
             outcome.turns,
             if outcome.turns == 1 { "" } else { "s" },
             outcome.usage.input_tokens,
             outcome.usage.output_tokens
         );
     }
-    match outcome.ending {
-        Ending::Answered => status::OK,
-        _ => status::FAILED,
-    }
+    Ok(match outcome.ending {
+        Ending::Answered => Exit::Success,
+        Ending::MaxTurns | Ending::Repeating | Ending::NoTerminal => Exit::Failed,
+    })
 }
 
 fn emit(v: &serde_json::Value) {
@@ -430,6 +542,16 @@ fn show(e: &Event, json: bool) {
         }
         return;
     }
+    if let Event::ToolResult {
+        is_error: true,
+        content,
+        ..
+    } = e
+    {
+        let first = content.lines().next().unwrap_or("");
+        anstream::println!("{}", style::paint(style::BAD, &format!("  ✗ {first}")));
+        return;
+    }
     let mut out = std::io::stdout().lock();
     let _ = match e {
         Event::Text { text } => write!(out, "{text}"),
@@ -439,13 +561,6 @@ fn show(e: &Event, json: bool) {
                 args.push('…');
             }
             writeln!(out, "\n→ {name} {args}")
-        }
-        Event::ToolResult {
-            is_error: true,
-            content,
-            ..
-        } => {
-            writeln!(out, "  ✗ {}", content.lines().next().unwrap_or(""))
         }
         Event::Edit { diff, .. } => write!(out, "{diff}"),
         Event::Compacted { pruned, summary } => writeln!(
@@ -459,100 +574,4 @@ fn show(e: &Event, json: bool) {
         Event::ToolResult { .. } | Event::Usage { .. } => Ok(()),
     };
     let _ = out.flush();
-}
-
-/// At most 200 characters of a server's answer, on one line.
-fn clip(body: &str) -> String {
-    let one: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
-    match one.char_indices().nth(200) {
-        Some((i, _)) => format!("{}…", &one[..i]),
-        None => one,
-    }
-}
-
-/// A base URL that cannot be one, and how to write one.
-fn bad_base_url(url: &str, problem: &BaseUrlProblem) -> String {
-    let what = match problem {
-        BaseUrlProblem::Unparsable(reason) => format!("is not a URL ({reason})"),
-        BaseUrlProblem::Scheme(scheme) => format!("is a {scheme}: URL, not http:// or https://"),
-        BaseUrlProblem::NoHost => "names no host".to_owned(),
-        BaseUrlProblem::QueryOrFragment => "has a ?query or #fragment".to_owned(),
-        _ => "cannot be used".to_owned(),
-    };
-    format!(
-        "the base URL `{url}` {what}: give the endpoint as http(s)://HOST[:PORT][/PATH], e.g. http://127.0.0.1:11434/v1 (--base-url, the profile's base_url, or OPENAI_BASE_URL / ANTHROPIC_BASE_URL)"
-    )
-}
-
-/// The provider gave up: what happened and what to do, exit 3.
-fn provider_failed(e: &ProviderError, s: &Settings, idle: Duration) -> u8 {
-    let what = match e {
-        ProviderError::Auth { .. } => format!(
-            "the key was refused by {}: check the API key in the environment (OPENAI_API_KEY / ANTHROPIC_API_KEY, or the profile's api_key_env)",
-            s.base_url
-        ),
-        ProviderError::ModelNotFound { .. } => format!(
-            "{} does not serve the model `{}`: check --model (a local server must have it loaded)",
-            s.base_url, s.model
-        ),
-        ProviderError::Connection(msg) => format!(
-            "cannot reach {} ({msg}): is the server running, and is --base-url right?",
-            s.base_url
-        ),
-        ProviderError::ContextOverflow { .. } => format!(
-            "the conversation no longer fits {}'s context window, even after compaction: start a new session with a narrower task (or set context_window in the provider profile so lancet compacts earlier)",
-            s.model
-        ),
-        ProviderError::RateLimited { body } => format!(
-            "{} kept answering 429 (rate limited) through every retry ({}): wait a while and --resume, or check your plan's limits",
-            s.base_url,
-            clip(body)
-        ),
-        ProviderError::Server { status, body } => format!(
-            "{} kept failing with {status} through every retry ({}): the service is having trouble; try again later with --resume",
-            s.base_url,
-            clip(body)
-        ),
-        ProviderError::Refused { status, body } => format!(
-            "{} refused the request with {status} ({}): check the model name and the endpoint's API (--provider openai|anthropic)",
-            s.base_url,
-            clip(body)
-        ),
-        ProviderError::Timeout => format!(
-            "{} stopped sending anything (idle timeout, {} s): the server may be overloaded or the model too slow to load; try again with --resume, or raise idle_timeout in .lancet.toml",
-            s.base_url,
-            idle.as_secs_f64()
-        ),
-        ProviderError::Redirected {
-            status,
-            location,
-            location_base,
-        } => format!(
-            "{} redirected the request ({status}) to {}: lancet does not follow redirects, so that the key is not sent elsewhere; if that is the right server, point --base-url at {}",
-            s.base_url,
-            location.as_deref().unwrap_or("nowhere it named"),
-            location_base.as_deref().unwrap_or("it")
-        ),
-        ProviderError::NotEventStream { content_type, body } => format!(
-            "{} answered with {} instead of an event stream ({}): is --base-url the model API's endpoint (…/v1 for an OpenAI-compatible server), and does it stream?",
-            s.base_url,
-            content_type.as_deref().unwrap_or("no content type"),
-            clip(body)
-        ),
-        ProviderError::LimitReached(Limit::Turn(limit)) => format!(
-            "the reply from {} took longer than the turn limit ({} s, retries included): the server kept the reply open without finishing it; try again with --resume, or raise turn_timeout in .lancet.toml",
-            s.base_url,
-            limit.as_secs_f64()
-        ),
-        ProviderError::LimitReached(Limit::ReplyBytes(limit)) => format!(
-            "the reply from {} passed the reply size cap ({limit} bytes of text and tool arguments) and was cut off: the server or the model would not stop; raise max_reply_bytes in .lancet.toml if the reply was wanted",
-            s.base_url
-        ),
-        other => format!(
-            "{other} (from {}): is it an OpenAI-compatible or Anthropic endpoint? (--provider)",
-            s.base_url
-        ),
-    };
-    eprintln!("lancet: {what}");
-    PROVIDER
 }

@@ -90,7 +90,7 @@ pub(crate) fn sandbox(args: SandboxArgs) -> u8 {
         } else {
             println!("{summary}");
         }
-        return crate::status::OK;
+        return crate::error::Exit::Success.code();
     };
     if enforced.is_none() {
         // Said every time: whoever runs this by hand must not believe CMD is confined.

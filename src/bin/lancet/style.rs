@@ -1,47 +1,79 @@
-//! Terminal colour for human output: on a terminal only, and never when
-//! `NO_COLOR` is set (no-color.org). The words themselves come from
-//! `lancet::feedback`; this only tints status words.
+//! Terminal colour for human output, chosen by the status a value carries.
+//!
+//! The words come from `lancet::feedback` and the agent; this module only
+//! picks a tint for a line from the report it speaks for (an edit's
+//! [`EditStatus`] and warnings, a file's [`FileStatus`], whether anything
+//! was written), never from the line's text. Escapes are written through
+//! `anstream`, which drops them where colour is unwanted: not a terminal,
+//! `NO_COLOR`, `CLICOLOR=0` (and keeps them under `CLICOLOR_FORCE`).
 
-pub(crate) struct Style {
-    colour: bool,
+use anstyle::{AnsiColor, Style};
+use lancet::feedback::Subject;
+use lancet::{ApplyReport, EditStatus, FileStatus};
+
+/// Done as asked.
+pub(crate) const GOOD: Style = AnsiColor::Green.on_default();
+/// Done, but worth a look (already applied, a warning, a partial write).
+pub(crate) const NOTICE: Style = AnsiColor::Yellow.on_default();
+/// Not done.
+pub(crate) const BAD: Style = AnsiColor::Red.on_default();
+
+/// `text` in `style` (anstream strips the escapes where colour is off).
+pub(crate) fn paint(style: Style, text: &str) -> String {
+    format!("{style}{text}{style:#}")
 }
 
-const GREEN: &str = "\x1b[32m";
-const YELLOW: &str = "\x1b[33m";
-const RED: &str = "\x1b[31m";
-const RESET: &str = "\x1b[0m";
-
-impl Style {
-    pub(crate) fn for_stream(is_terminal: bool) -> Style {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        Style {
-            colour: is_terminal && !no_color,
-        }
+/// The tint of an edit's headline.
+fn edit_tint(report: &ApplyReport, index: usize) -> Option<Style> {
+    let edit = report
+        .files
+        .iter()
+        .flat_map(|f| &f.edits)
+        .find(|e| e.index == index)?;
+    match edit.status {
+        EditStatus::Applied if edit.warnings.is_empty() => Some(GOOD),
+        EditStatus::Applied | EditStatus::AlreadyApplied | EditStatus::Noop => Some(NOTICE),
+        _ => Some(BAD),
     }
+}
 
-    /// Tints the status word of each `edit N: …` line of a feedback message.
-    pub(crate) fn message(&self, text: &str) -> String {
-        if !self.colour {
-            return text.to_owned();
-        }
-        text.lines()
-            .map(|line| {
-                let tint = if line.contains(" failed: ") || line.starts_with("Nothing was written")
-                {
-                    Some(RED)
-                } else if line.contains(": already applied") || line.contains("identical") {
-                    Some(YELLOW)
-                } else if line.contains(": applied ") {
-                    Some(GREEN)
-                } else {
-                    None
-                };
-                match tint {
-                    Some(c) => format!("{c}{line}{RESET}"),
-                    None => line.to_owned(),
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
+/// The tint of a file's line.
+fn file_tint(report: &ApplyReport, index: usize) -> Option<Style> {
+    match report.files.get(index)?.status {
+        FileStatus::Failed => Some(BAD),
+        FileStatus::Unchanged => None,
+        _ => Some(GOOD),
     }
+}
+
+/// The human summary of an apply: `report.message`, the first line of what
+/// each subject says tinted by that subject's status (detail lines, such as
+/// quoted file lines, stay plain).
+pub(crate) fn message(report: &ApplyReport, outline: &[Subject]) -> String {
+    let mut previous = None;
+    let lines: Vec<String> = report
+        .message
+        .lines()
+        .enumerate()
+        .map(|(i, line)| {
+            let subject = outline.get(i).copied();
+            // Notes are one line each; anything else may run on over
+            // detail lines that belong to the same subject.
+            let headline = subject != previous || subject == Some(Subject::Note);
+            previous = subject;
+            let tint = match subject.filter(|_| headline) {
+                Some(Subject::Note) => Some(NOTICE),
+                Some(Subject::File(f)) => file_tint(report, f),
+                Some(Subject::Edit(e)) => edit_tint(report, e),
+                Some(Subject::Summary) if report.written => Some(NOTICE),
+                Some(Subject::Summary) => Some(BAD),
+                _ => None,
+            };
+            match tint {
+                Some(style) => paint(style, line),
+                None => line.to_owned(),
+            }
+        })
+        .collect();
+    lines.join("\n")
 }

@@ -445,6 +445,9 @@ fn lancet_run_says_which_limit_or_answer_ended_the_run() {
                 "-m",
                 "gpt-4o",
                 "--yes",
+                // The limits come from the project's file, which only a
+                // trusted project may set for a profile.
+                "--trust",
                 "hi",
             ],
         );
@@ -452,7 +455,11 @@ fn lancet_run_says_which_limit_or_answer_ended_the_run() {
         // the kernel; it is pinned by the sandbox tests, not here.
         let stderr = String::from_utf8_lossy(&out.stderr)
             .lines()
-            .filter(|l| !l.starts_with("lancet: sandbox") && !l.starts_with("lancet: no sandbox"))
+            .filter(|l| {
+                !l.starts_with("lancet: sandbox")
+                    && !l.starts_with("lancet: no sandbox")
+                    && !l.starts_with("lancet: note:")
+            })
             .collect::<Vec<_>>()
             .join("\n")
             .replace(&server.base_url(), "http://ORIGIN")
