@@ -237,7 +237,8 @@ impl std::fmt::Debug for Tools {
 }
 
 impl Tools {
-    /// Tools over `ws`, allowed by `permissions`, asking through `prompter`.
+    /// Tools over `ws`, allowed by `permissions` (rooted in `ws`, so path
+    /// rules see where paths really lead), asking through `prompter`.
     pub fn new(
         ws: Workspace,
         config: ToolsConfig,
@@ -245,9 +246,9 @@ impl Tools {
         prompter: Box<dyn Prompter>,
     ) -> Tools {
         Tools {
+            permissions: permissions.rooted(ws.root()),
             ws,
             config,
-            permissions,
             prompter,
             read: HashMap::new(),
         }
@@ -776,9 +777,14 @@ impl Tools {
         };
         let mut hits = Vec::new();
         let mut more = false;
+        let mut hidden = 0;
         'files: for path in self.files_under(&start) {
             let rel = self.rel(&path);
             if filter.as_ref().is_some_and(|f| !f.matches(&rel)) {
+                continue;
+            }
+            if self.permissions.hides(&rel) {
+                hidden += 1;
                 continue;
             }
             if !matches!(std::fs::metadata(&path), Ok(m) if m.len() <= GREP_MAX_FILE) {
@@ -806,7 +812,8 @@ impl Tools {
                 }
             }
         }
-        ToolOutcome::ok(words::grep_result(&a.pattern, &hits, more))
+        let result = words::grep_result(&a.pattern, &hits, more);
+        ToolOutcome::ok(words::hidden_by_rule(result, hidden))
     }
 
     fn glob(&mut self, a: GlobArgs) -> ToolOutcome {
@@ -834,10 +841,14 @@ impl Tools {
             })
             .map(|p| self.rel(&p))
             .collect();
+        let before = found.len();
+        found.retain(|p| !self.permissions.hides(p));
+        let hidden = before - found.len();
         found.sort();
         let more = found.len() > GLOB_MAX;
         found.truncate(GLOB_MAX);
-        ToolOutcome::ok(words::glob_result(&a.pattern, &found, more))
+        let result = words::glob_result(&a.pattern, &found, more);
+        ToolOutcome::ok(words::hidden_by_rule(result, hidden))
     }
 
     fn list(&mut self, a: ListArgs) -> ToolOutcome {
@@ -855,11 +866,17 @@ impl Tools {
         if !dir.is_dir() {
             return ToolOutcome::error(words::not_a_directory(&shown));
         }
+        let mut hidden = 0;
         let mut entries: Vec<String> = walker(&dir)
             .max_depth(Some(1))
             .build()
             .flatten()
             .filter(|e| e.depth() == 1)
+            .filter(|e| {
+                let keep = !self.permissions.hides(&self.rel(e.path()));
+                hidden += usize::from(!keep);
+                keep
+            })
             .map(|e| {
                 let name = e.file_name().to_string_lossy().into_owned();
                 if e.path().is_dir() {
@@ -872,7 +889,8 @@ impl Tools {
         entries.sort();
         let more = entries.len() > LIST_MAX;
         entries.truncate(LIST_MAX);
-        ToolOutcome::ok(words::list_result(&self.rel(&dir), &entries, more))
+        let result = words::list_result(&self.rel(&dir), &entries, more);
+        ToolOutcome::ok(words::hidden_by_rule(result, hidden))
     }
 
     /// Every file under `start` (or `start` itself), .gitignore respected,
