@@ -10,7 +10,11 @@
 //! - the tools' descriptions and argument schemas ([`spec`]), their results,
 //!   refusals and errors;
 //! - what the sandbox enforces (for the person), its paragraph of the system
-//!   prompt, and the note on a command it probably stopped.
+//!   prompt, and the note on a command it probably stopped;
+//! - for the person: the question asked before a call runs
+//!   ([`confirmation`], re-exported as
+//!   [`permissions::confirmation`](super::permissions::confirmation)), the
+//!   command whole and every untrusted character escaped.
 //!
 //! Owns: the phrasing only. Does not own: when a message is said (the loop,
 //! [`context`](super::context), [`tools`](super::tools)), or the engine's own
@@ -22,7 +26,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::permissions::Denial;
+use super::permissions::{Denial, Layout, Question, for_terminal};
 use super::sandbox::{DEVICES, Enforced, NetworkEnforced, SandboxMode, Unavailable};
 use super::tools::types::{GLOB_MAX, GREP_MAX, LIST_MAX, Refusal, Run, Tool, ToolsConfig};
 use super::types::{Role, ToolSpec};
@@ -365,6 +369,7 @@ pub(crate) fn refused(tool: Tool, subject: &str, refusal: &Refusal) -> String {
         Refusal::Denied(Denial::ReadOnly) => format!(
             "Permission denied: {what}. This session is read-only: only read, grep, glob and list are available. Work with what you can read, and say what you would change."
         ),
+        Refusal::Denied(Denial::Unseen { rule }) => unseen(&what, rule),
         Refusal::Denied(Denial::Destructive { what: why }) => format!(
             "Permission denied: {what} is always refused ({why}). Do not try it another way; find a safer command or leave it to the user."
         ),
@@ -378,6 +383,55 @@ pub(crate) fn refused(tool: Tool, subject: &str, refusal: &Refusal) -> String {
             "Permission needed: {what} needs the user's confirmation, and there is no terminal to ask on, so it was refused and nothing was done. (The user can allow it by running with --yes or --permission auto, or with an allow rule.)"
         ),
     }
+}
+
+/// A command whose name is only known when it runs, under a rule about commands.
+fn unseen(what: &str, rule: &str) -> String {
+    format!(
+        "Permission denied: {what}. The program it starts is only decided as it runs (its name comes from a substitution, a variable, a pattern or a script read from stdin), so the rule `{rule}` cannot be checked against it. Name the program plainly if it is not one the rule forbids. The rules see through wrappers such as sudo, env, time, xargs and sh -c, but not through everything: the OS sandbox is what holds against the rest."
+    )
+}
+
+/// A search's result, with how many files a `read` rule kept out of it.
+pub(crate) fn hidden_by_rule(mut result: String, hidden: usize) -> String {
+    if hidden == 0 {
+        return result;
+    }
+    if !result.ends_with('\n') {
+        result.push('\n');
+    }
+    let (files, them) = if hidden == 1 {
+        ("1 file was", "it")
+    } else {
+        ("files were", "them")
+    };
+    let count = if hidden == 1 {
+        String::new()
+    } else {
+        format!("{hidden} ")
+    };
+    let _ = write!(
+        result,
+        "[{count}{files} left out: a permission rule forbids reading {them}]"
+    );
+    result
+}
+
+// ---------------------------------------------------------------------------
+// Words for the person
+
+/// The question a person answers before a call runs: what it would do (the
+/// diff, the command), then `Allow TOOL SUBJECT? [y/N] `. Everything from the
+/// model or the workspace is shown with its control characters escaped
+/// ([`for_terminal`]) and nothing is shortened: the command approved is the
+/// command shown, whole.
+pub fn confirmation(q: &Question<'_>) -> String {
+    format!(
+        "\n{}\nAllow {} {}? [y/N] ",
+        for_terminal(q.detail.trim_end(), Layout::Block),
+        for_terminal(q.tool, Layout::Line),
+        for_terminal(q.subject, Layout::Line)
+    )
 }
 
 pub(crate) fn path_error(path: &str, e: &WorkspaceError) -> String {
@@ -1137,6 +1191,52 @@ mod tests {
                 &sandbox_denied(mode, network),
             );
         }
+        insta::assert_snapshot!(out);
+    }
+
+    #[test]
+    fn permission_words() {
+        let mut out = String::new();
+        let o = &mut out;
+        put(
+            o,
+            "refused (unseen)",
+            &refused(
+                Tool::Bash,
+                "$(echo curl) http://x",
+                &Refusal::Denied(Denial::Unseen {
+                    rule: "bash(curl*)".to_owned(),
+                }),
+            ),
+        );
+        put(
+            o,
+            "hidden_by_rule (1)",
+            &hidden_by_rule("src/a.rs:1: key\n".to_owned(), 1),
+        );
+        put(
+            o,
+            "hidden_by_rule (3, no matches)",
+            &hidden_by_rule("No matches for `key`.".to_owned(), 3),
+        );
+        put(
+            o,
+            "confirmation (spoofed command)",
+            &confirmation(&Question {
+                tool: "bash",
+                subject: "rm -rf ~/x #\r\x1b[2Kls -la",
+                detail: "rm -rf ~/x #\r\x1b[2Kls -la",
+            }),
+        );
+        put(
+            o,
+            "confirmation (edit)",
+            &confirmation(&Question {
+                tool: "edit",
+                subject: "src/a\u{202e}sr.rs",
+                detail: "--- a/src/a.rs\n+++ b/src/a.rs\n@@ -1 +1 @@\n-a\r\n+\tb\x1b[1A\r\n",
+            }),
+        );
         insta::assert_snapshot!(out);
     }
 }

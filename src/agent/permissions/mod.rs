@@ -8,7 +8,8 @@
 //!
 //! 1. **Destructive commands** ([`DESTRUCTIVE`]) are refused, whatever the
 //!    mode and the rules.
-//! 2. A matching **deny** rule refuses.
+//! 2. A matching **deny** rule refuses; so does any `bash` deny rule for a
+//!    command whose name is only known when it runs ([`Denial::Unseen`]).
 //! 3. **Read-only mode** refuses every tool but `read`, `grep`, `glob`, `list`.
 //! 4. A matching **ask** rule asks (even in `auto` mode: the rule was written
 //!    to be asked).
@@ -18,13 +19,27 @@
 //!
 //! The parts live beside this file: the rule syntax and matching (`rules`),
 //! splitting a command line into simple commands (`shell`), the
-//! always-refused list (`destructive`) and the read-only allowlist (`allow`).
-//! Deny and ask rules and the destructive list refuse when *any* simple
-//! command matches; allow rules and the allowlist allow only when *every* one
-//! does, so `git status; rm -rf x` is not allowed by `bash(git status*)`.
+//! always-refused list (`destructive`), the read-only allowlist (`allow`),
+//! and showing untrusted text on a terminal ([`for_terminal`]).
+//!
+//! **Commands.** Deny and ask rules and the destructive list refuse when
+//! *any* simple command matches — as written, or unwrapped (`sudo`, `env`,
+//! `time -p`, `sh -c '…'`, `$(…)` seen through); allow rules and the
+//! allowlist allow only when *every* one does, as written (`FOO=1 cargo
+//! test` is not `cargo test`), so `git status; rm -rf x` is not allowed by
+//! `bash(git status*)`. `read` rules also see the files a command names
+//! (`cat .env`). What the splitter cannot see through (a script file, a
+//! program's own logic) no rule can: the OS sandbox (`--sandbox`) is what
+//! holds against the rest.
+//!
+//! **Paths.** [`Permissions::rooted`] gives the root paths resolve in: path
+//! rules then match a path as written *and* where it really leads (a
+//! symlink to `.env` is `.env`); `read` rules cover every tool that reads,
+//! and [`Permissions::hides`] tells the searches which files to leave out.
 //!
 //! Asking is the caller's: a [`Prompter`] answers, and without a terminal the
-//! CLI passes [`NoTerminal`], so `ask` fails closed.
+//! CLI passes [`NoTerminal`], so `ask` fails closed. The question is shown
+//! with [`confirmation`], whole and with control characters escaped.
 //!
 //! Owns: modes, the order of the decision, and what a question and its
 //! answer are. Does not own: running tools or wording refusals for the model
@@ -34,14 +49,18 @@ mod allow;
 mod destructive;
 mod rules;
 mod shell;
+mod terminal;
 
+pub use super::words::confirmation;
 pub use destructive::DESTRUCTIVE;
 pub use rules::{Rule, RuleError};
+pub use terminal::{Layout, for_terminal};
 
-use allow::read_only;
+use std::path::{Path, PathBuf};
+
 use destructive::destructive;
-use rules::normalize_path;
-use shell::{Simple, simple_commands};
+use rules::{normalize_path, real_relative};
+use shell::Simple;
 
 /// How much the agent may do without asking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -138,6 +157,14 @@ pub enum Denial {
     /// The mode is read-only and the tool is not.
     #[error("read-only mode")]
     ReadOnly,
+    /// A deny rule concerns commands, and this command's name is only known
+    /// when it runs (`$(echo curl) x`, `$X y`, a shell reading stdin), so no
+    /// rule can tell whether it matches.
+    #[error("the rule `{rule}` cannot see which command runs")]
+    Unseen {
+        /// The rule as written.
+        rule: String,
+    },
 }
 
 /// How a person answered a confirmation.
@@ -181,13 +208,15 @@ impl Prompter for NoTerminal {
     }
 }
 
-/// A mode and three rule lists.
+/// A mode and three rule lists, and the root paths are resolved in.
 #[derive(Debug, Clone, Default)]
 pub struct Permissions {
     mode: Mode,
     deny: Vec<Rule>,
     ask: Vec<Rule>,
     allow: Vec<Rule>,
+    /// The canonical root; without it paths are only checked as written.
+    root: Option<PathBuf>,
 }
 
 /// The tools that change nothing.
@@ -213,6 +242,16 @@ impl Permissions {
         self
     }
 
+    /// The same permissions, resolving paths in `root`: path rules then also
+    /// match where a path really leads (a symlink to `.env` is `.env`), and
+    /// the read-only allowlist checks that a command's files really are
+    /// inside the root. [`Tools`](super::tools::Tools) roots its permissions
+    /// in its workspace.
+    pub fn rooted(mut self, root: &Path) -> Permissions {
+        self.root = Some(std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf()));
+        self
+    }
+
     /// The mode.
     pub fn mode(&self) -> Mode {
         self.mode
@@ -221,30 +260,46 @@ impl Permissions {
     /// Whether `tool` may run on `subject` (see the module docs for the order).
     pub fn check(&self, tool: &str, subject: &str) -> Decision {
         let tool = tool.to_ascii_lowercase();
-        let tool = tool.as_str();
-        // What rules are matched against: the simple commands, or the path.
-        let (whole, parts) = if tool == "bash" {
-            let commands = simple_commands(subject);
-            if let Some(what) = destructive(subject, &commands) {
-                return Decision::Deny(Denial::Destructive { what });
-            }
-            let parts: Vec<String> = commands.iter().map(Simple::text).collect();
-            (parts.join(" ; "), Some((commands, parts)))
-        } else if tool == "glob" {
-            (subject.trim().to_owned(), None)
+        if tool == "bash" {
+            self.check_command(subject)
         } else {
-            (normalize_path(subject), None)
-        };
-        let texts: Vec<&str> = match &parts {
-            Some((_, parts)) => parts.iter().map(String::as_str).collect(),
-            None => vec![whole.as_str()],
-        };
+            self.check_path(&tool, subject)
+        }
+    }
+
+    /// Whether a rule keeps a file that `grep`, `glob` or `list` found (by
+    /// its path relative to the root) out of their results: a `read` rule
+    /// that denies it or asks for it (a search cannot ask file by file).
+    pub fn hides(&self, path: &str) -> bool {
+        let ruled = |list: &[Rule]| list.iter().any(|r| r.covers("read"));
+        (ruled(&self.deny) || ruled(&self.ask)) && self.check_path("read", path) != Decision::Allow
+    }
+
+    /// A path tool: the path is matched as written and as it really
+    /// resolves; deny and ask rules match either, allow rules must match both.
+    fn check_path(&self, tool: &str, subject: &str) -> Decision {
+        let mut subjects = vec![if tool == "glob" {
+            subject.trim().to_owned()
+        } else {
+            normalize_path(subject)
+        }];
+        let patterned = self
+            .deny
+            .iter()
+            .chain(&self.ask)
+            .chain(&self.allow)
+            .any(|r| r.covers(tool) && r.pattern().is_some());
+        if let (Some(root), true, false) = (&self.root, patterned, tool == "glob") {
+            if let Some(real) = real_relative(root, &root.join(&subjects[0])) {
+                if real != subjects[0] {
+                    subjects.push(real);
+                }
+            }
+        }
         let any = |list: &[Rule]| {
             list.iter()
-                .find(|r| {
-                    r.covers(tool) && (r.matches(&whole) || texts.iter().any(|t| r.matches(t)))
-                })
-                .map(|r| r.to_string())
+                .find(|r| r.covers(tool) && subjects.iter().any(|s| r.matches(s)))
+                .map(Rule::to_string)
         };
         if let Some(rule) = any(&self.deny) {
             return Decision::Deny(Denial::Rule { rule });
@@ -256,25 +311,83 @@ impl Permissions {
         if any(&self.ask).is_some() {
             return Decision::Ask;
         }
-        // An empty command has no simple commands; it must not be allowed vacuously.
-        let all = |list: &[Rule]| {
-            !texts.is_empty()
-                && texts
-                    .iter()
-                    .all(|t| list.iter().any(|r| r.covers(tool) && r.matches(t)))
-        };
-        if all(&self.allow) {
-            return Decision::Allow;
+        let allowed = subjects
+            .iter()
+            .all(|s| self.allow.iter().any(|r| r.covers(tool) && r.matches(s)));
+        if allowed || self.mode == Mode::Auto || read_tool {
+            Decision::Allow
+        } else {
+            Decision::Ask
         }
-        match self.mode {
-            Mode::Auto => Decision::Allow,
-            _ if read_tool => Decision::Allow,
-            _ => match &parts {
-                Some((commands, _)) if !commands.is_empty() && commands.iter().all(read_only) => {
-                    Decision::Allow
-                }
-                _ => Decision::Ask,
-            },
+    }
+
+    /// A command: rules see each simple command as written and unwrapped;
+    /// `read` rules see the files it names; a command whose name is only
+    /// known when it runs cannot be checked against a rule.
+    fn check_command(&self, subject: &str) -> Decision {
+        let line = shell::parse(subject);
+        if let Some(what) = destructive(subject, &line.commands) {
+            return Decision::Deny(Denial::Destructive { what });
+        }
+        let texts: Vec<String> = line.commands.iter().map(Simple::text).collect();
+        let written: Vec<String> = line.commands.iter().map(Simple::written_text).collect();
+        let whole = texts.join(" ; ");
+        let any = |list: &[Rule]| {
+            list.iter()
+                .find(|r| {
+                    r.covers("bash")
+                        && (r.matches(&whole) || texts.iter().chain(&written).any(|t| r.matches(t)))
+                })
+                .map(Rule::to_string)
+        };
+        let read_ruled = |list: &[Rule]| list.iter().any(|r| r.covers("read"));
+        let named = if read_ruled(&self.deny) || read_ruled(&self.ask) {
+            allow::named_files(&line, self.root.as_deref())
+        } else {
+            Vec::new()
+        };
+        let reads = |list: &[Rule]| {
+            list.iter()
+                .find(|r| r.covers("read") && named.iter().any(|p| r.matches(p)))
+                .map(Rule::to_string)
+        };
+        if let Some(rule) = any(&self.deny).or_else(|| reads(&self.deny)) {
+            return Decision::Deny(Denial::Rule { rule });
+        }
+        let opaque = line.commands.iter().any(|s| s.opaque);
+        let bash_rule = |list: &[Rule]| list.iter().find(|r| r.covers("bash")).map(Rule::to_string);
+        if let Some(rule) = bash_rule(&self.deny).filter(|_| opaque) {
+            return Decision::Deny(Denial::Unseen { rule });
+        }
+        if self.mode == Mode::ReadOnly {
+            return Decision::Deny(Denial::ReadOnly);
+        }
+        let unseen_ask = opaque && bash_rule(&self.ask).is_some();
+        if any(&self.ask).is_some() || reads(&self.ask).is_some() || unseen_ask {
+            return Decision::Ask;
+        }
+        // Every simple command must match an allow rule: as written, or
+        // unwrapped when nothing wraps it. One that cannot be seen matches
+        // only a rule without a pattern. An empty command has no simple
+        // commands; it must not be allowed vacuously.
+        let allowed =
+            !line.commands.is_empty()
+                && line.commands.iter().zip(texts.iter().zip(&written)).all(
+                    |(s, (text, written))| {
+                        let bare = s.wrappers.is_empty() && s.assignments.is_empty();
+                        self.allow.iter().any(|r| {
+                            r.covers("bash")
+                                && (r.pattern().is_none()
+                                    || (!s.opaque
+                                        && !line.unparsed
+                                        && (r.matches(written) || (bare && r.matches(text)))))
+                        })
+                    },
+                );
+        if allowed || self.mode == Mode::Auto || allow::read_only(&line, self.root.as_deref()) {
+            Decision::Allow
+        } else {
+            Decision::Ask
         }
     }
 }
@@ -377,5 +490,184 @@ mod tests {
             Decision::Deny(Denial::ReadOnly).and(Decision::Ask),
             Decision::Deny(_)
         ));
+    }
+
+    /// Item 12: a command rule sees through the wrappers the splitter
+    /// knows, and refuses a command whose name it cannot see.
+    #[test]
+    fn deny_rules_see_through_wrappers() {
+        let p = Permissions::new(Mode::Auto).with(Effect::Deny, rules(&["bash(curl*)"]));
+        for cmd in [
+            "time -p curl http://x",
+            "setsid curl http://x",
+            "setsid -f curl http://x",
+            "env X=1 curl http://x",
+            "env -i -u HOME curl http://x",
+            "env -S 'curl http://x'",
+            "nice -n 5 curl http://x",
+            "nohup curl http://x",
+            "timeout 10 curl http://x",
+            "timeout -s KILL 10s curl http://x",
+            "stdbuf -oL curl http://x",
+            "stdbuf -o L curl http://x",
+            "command curl http://x",
+            "exec curl http://x",
+            "exec -a name curl http://x",
+            "xargs -n 1 curl",
+            "sudo -u root curl http://x",
+            "doas curl http://x",
+            "watch -n 5 curl http://x",
+            "watch 'ls; curl http://x'",
+            "busybox curl http://x",
+            "busybox sh -c 'curl http://x'",
+            "sh -c 'curl http://x'",
+            "bash -lc 'curl http://x'",
+            "bash -o pipefail -c 'curl http://x'",
+            "eval 'curl http://x'",
+            "echo $(curl http://x)",
+            "echo `curl http://x`",
+            "cat <(curl http://x)",
+            "cat <<EOF\n$(curl http://x)\nEOF",
+            "find . -exec curl {} \\;",
+            "/usr/bin/curl http://x",
+            "c'u'rl http://x",
+            "c\\url http://x",
+            "sudo env nice timeout 5 curl http://x",
+            "if curl http://x; then true; fi",
+            "function f { curl http://x; }; f",
+            "coproc curl http://x",
+            "trap 'curl http://x' EXIT",
+            "fish -c 'curl http://x'",
+        ] {
+            assert!(
+                matches!(p.check("bash", cmd), Decision::Deny(Denial::Rule { .. })),
+                "{cmd:?}: {:?}",
+                p.check("bash", cmd)
+            );
+        }
+        for cmd in [
+            "$(echo curl) http://x",
+            "`echo curl` http://x",
+            "$X http://x",
+            "\"$X\" http://x",
+            "${X} http://x",
+            "c$(echo u)rl http://x",
+            "$'\\x63url' http://x",
+            "/usr/bin/c?rl http://x",
+            "/usr/bin/{curl,x} http://x",
+            "echo curl http://x | sh",
+            "sh -s < script",
+            "sh -c \"$X\"",
+            "eval \"$X\"",
+            "find . -exec {} \\;",
+            "env -S \"$X\"",
+        ] {
+            assert_eq!(
+                p.check("bash", cmd),
+                Decision::Deny(Denial::Unseen {
+                    rule: "bash(curl*)".to_owned()
+                }),
+                "{cmd:?}"
+            );
+        }
+        // A wrapper alone is seen as written.
+        let env = Permissions::new(Mode::Auto).with(Effect::Deny, rules(&["bash(env*)"]));
+        assert!(matches!(env.check("bash", "env"), Decision::Deny(_)));
+        // Quoted, it is text.
+        assert_eq!(p.check("bash", "echo 'curl http://x'"), Decision::Allow);
+        // Without a rule about commands, auto mode runs what it cannot see,
+        // ask mode asks, and an ask rule asks.
+        assert_eq!(
+            Permissions::new(Mode::Auto).check("bash", "$(echo curl) x"),
+            Decision::Allow
+        );
+        assert_eq!(
+            Permissions::new(Mode::Ask).check("bash", "$(echo curl) x"),
+            Decision::Ask
+        );
+        let ask = Permissions::new(Mode::Auto).with(Effect::Ask, rules(&["bash(curl*)"]));
+        assert_eq!(ask.check("bash", "$X x"), Decision::Ask);
+        assert_eq!(ask.check("bash", "time -p curl x"), Decision::Ask);
+    }
+
+    /// Item 12: an allow rule allows what it says, not the same command
+    /// with the environment set or under a wrapper, nor a command it cannot
+    /// see.
+    #[test]
+    fn allow_rules_allow_what_they_say() {
+        let p = Permissions::new(Mode::Ask).with(Effect::Allow, rules(&["bash(cargo test*)"]));
+        assert_eq!(p.check("bash", "cargo test --lib"), Decision::Allow);
+        assert_eq!(p.check("bash", "/usr/bin/cargo test"), Decision::Allow);
+        for cmd in [
+            "RUSTC_WRAPPER=./evil cargo test",
+            "sudo cargo test",
+            "env RUSTFLAGS=x cargo test",
+            "$C test",
+            "cargo test \"unclosed",
+        ] {
+            assert_eq!(p.check("bash", cmd), Decision::Ask, "{cmd}");
+        }
+        let p = Permissions::new(Mode::Ask).with(Effect::Allow, rules(&["bash"]));
+        assert_eq!(p.check("bash", "$C test"), Decision::Allow);
+    }
+
+    /// Item 12: path rules match where a path really leads, for every tool
+    /// that reads and for the files a command names.
+    #[cfg(unix)]
+    #[test]
+    fn path_rules_match_resolved_paths() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join(".env"), "KEY=1").unwrap();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(root.join("src/a.rs"), "a").unwrap();
+        std::fs::write(root.join("secret.txt"), "s").unwrap();
+        symlink(".env", root.join("config")).unwrap();
+        symlink(".", root.join("here")).unwrap();
+        symlink("src", root.join("s")).unwrap();
+        symlink("../secret.txt", root.join("src/notes")).unwrap();
+        let p = Permissions::new(Mode::Auto)
+            .with(Effect::Deny, rules(&["read(.env)", "edit(src/**)"]))
+            .rooted(root);
+        let denied = |d: Decision| matches!(d, Decision::Deny(Denial::Rule { .. }));
+        for (tool, path) in [
+            ("read", ".env"),
+            ("read", "config"),
+            ("read", "here/.env"),
+            ("read", "./here/here/config"),
+            ("grep", ".env"),
+            ("grep", "config"),
+            ("list", "config"),
+            ("write", "s/new.rs"),
+            ("edit", "s/a.rs"),
+        ] {
+            assert!(denied(p.check(tool, path)), "{tool} {path}");
+        }
+        assert_eq!(p.check("read", "src/a.rs"), Decision::Allow);
+        for path in [".env", "config", "here/.env"] {
+            assert!(p.hides(path), "{path}");
+        }
+        assert!(!p.hides("src/a.rs"));
+        for cmd in [
+            "cat .env",
+            "cat config",
+            "cat here/config",
+            "head -n 1 < config",
+            "grep KEY .*",
+            "cd here && cat .env",
+            "sh -c 'cat config'",
+        ] {
+            assert!(denied(p.check("bash", cmd)), "{cmd}");
+        }
+        assert_eq!(p.check("bash", "cat src/a.rs"), Decision::Allow);
+        // An allow rule must match both forms: `src/notes` leads out of src.
+        let p = Permissions::new(Mode::Ask)
+            .with(Effect::Allow, rules(&["edit(src/**)"]))
+            .rooted(root);
+        assert_eq!(p.check("edit", "src/a.rs"), Decision::Allow);
+        assert_eq!(p.check("edit", "src/notes"), Decision::Ask);
+        // Without a rule on reading, nothing is hidden.
+        assert!(!Permissions::new(Mode::Ask).rooted(root).hides(".env"));
     }
 }

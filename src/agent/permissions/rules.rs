@@ -4,13 +4,20 @@
 //! `edit(src/**)`, `read(.env)`. Path patterns are globs over the path
 //! relative to the root (`*` stops at `/`, `**` crosses it); command patterns
 //! are globs over the command, where `*` matches anything. An `edit` rule also
-//! covers `write`: both change files.
+//! covers `write`: both change files. A `read` rule covers every tool that
+//! reads: `read`, `grep`, `glob` and `list`.
 //!
-//! Owns: the syntax, its errors, and matching one normalised subject. Does
-//! not own: which subjects a call has or in what order the lists are
-//! consulted (the parent module).
+//! A path is matched as written (normalised: [`normalize_path`]) and as it
+//! really resolves ([`real`]: symlinks followed, relative to the root), so a
+//! symlink to `.env` is `.env` to `read(.env)`. Hard links and bind mounts
+//! are beyond what a path can tell; the OS sandbox is what holds there.
+//!
+//! Owns: the syntax, its errors, matching one subject, and the two forms of
+//! a path. Does not own: which subjects a call has or in what order the lists
+//! are consulted (the parent module).
 
 use std::fmt;
+use std::path::{Component, Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
 
@@ -101,9 +108,12 @@ impl Rule {
         self.pattern.as_ref().map(|(p, _)| p.as_str())
     }
 
-    /// Whether it concerns `tool` (an `edit` rule covers `write` too).
+    /// Whether it concerns `tool` (an `edit` rule covers `write` too; a
+    /// `read` rule covers every tool that reads).
     pub(super) fn covers(&self, tool: &str) -> bool {
-        self.tool == tool || (self.tool == "edit" && tool == "write")
+        self.tool == tool
+            || (self.tool == "edit" && tool == "write")
+            || (self.tool == "read" && matches!(tool, "grep" | "glob" | "list"))
     }
 
     /// Whether `subject` (already normalised) matches its pattern.
@@ -143,6 +153,43 @@ pub(super) fn normalize_path(path: &str) -> String {
     parts.join("/")
 }
 
+/// Where a path really leads: its longest existing part canonicalised (every
+/// symlink and `..` resolved as the kernel does), the missing rest appended
+/// and normalised. Never opens a file.
+pub(super) fn real(path: &Path) -> PathBuf {
+    let mut existing = path;
+    let mut rest: Vec<Component<'_>> = Vec::new();
+    loop {
+        if let Ok(canon) = std::fs::canonicalize(existing) {
+            let mut out = canon;
+            for part in rest.iter().rev() {
+                match part {
+                    Component::ParentDir => {
+                        out.pop();
+                    }
+                    Component::CurDir => {}
+                    other => out.push(other),
+                }
+            }
+            return out;
+        }
+        let (Some(last), Some(parent)) = (existing.components().next_back(), existing.parent())
+        else {
+            return path.to_path_buf();
+        };
+        rest.push(last);
+        existing = parent;
+    }
+}
+
+/// `path`, really resolved, relative to `root` (canonical) as rules see it;
+/// `None` when it leads outside.
+pub(super) fn real_relative(root: &Path, path: &Path) -> Option<String> {
+    let real = real(path);
+    let inside = real.strip_prefix(root).ok()?;
+    Some(normalize_path(&inside.to_string_lossy()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,5 +219,33 @@ mod tests {
             Rule::parse("edit(src/[)"),
             Err(RuleError::Pattern { .. })
         ));
+    }
+
+    #[test]
+    fn real_paths_follow_symlinks() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::write(root.join(".env"), "k").unwrap();
+        std::fs::create_dir(root.join("d")).unwrap();
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(".env", root.join("link")).unwrap();
+            std::os::unix::fs::symlink(&root, root.join("d/up")).unwrap();
+            assert_eq!(real_relative(&root, &root.join("link")).unwrap(), ".env");
+            assert_eq!(
+                real_relative(&root, &root.join("d/up/.env")).unwrap(),
+                ".env"
+            );
+            // `..` after a symlink is the kernel's: the parent of where the
+            // link leads (here, outside the root), not `d`.
+            assert_eq!(real_relative(&root, &root.join("d/up/../x")), None);
+        }
+        assert_eq!(real_relative(&root, &root.join("d/x/y")).unwrap(), "d/x/y");
+        assert_eq!(real_relative(&root, &root.join("../outside")), None);
+        let read = Rule::parse("read(.env)").unwrap();
+        for tool in ["read", "grep", "glob", "list"] {
+            assert!(read.covers(tool), "{tool}");
+        }
+        assert!(!read.covers("bash") && !read.covers("edit"));
     }
 }

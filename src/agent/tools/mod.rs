@@ -74,7 +74,8 @@ impl std::fmt::Debug for Tools {
 }
 
 impl Tools {
-    /// Tools over `ws`, allowed by `permissions`, asking through `prompter`.
+    /// Tools over `ws`, allowed by `permissions` (rooted in `ws`, so path
+    /// rules see where paths really lead), asking through `prompter`.
     pub fn new(
         ws: Workspace,
         config: ToolsConfig,
@@ -82,9 +83,9 @@ impl Tools {
         prompter: Box<dyn Prompter>,
     ) -> Tools {
         Tools {
+            permissions: permissions.rooted(ws.root()),
             ws,
             config,
-            permissions,
             prompter,
             read: HashMap::new(),
         }

@@ -52,9 +52,14 @@ impl Tools {
         };
         let mut hits = Vec::new();
         let mut more = false;
+        let mut hidden = 0;
         'files: for path in self.files_under(&start) {
             let rel = self.rel(&path);
             if filter.as_ref().is_some_and(|f| !f.matches(&rel)) {
+                continue;
+            }
+            if self.permissions.hides(&rel) {
+                hidden += 1;
                 continue;
             }
             if !matches!(std::fs::metadata(&path), Ok(m) if m.len() <= GREP_MAX_FILE) {
@@ -82,7 +87,8 @@ impl Tools {
                 }
             }
         }
-        ToolOutcome::ok(words::grep_result(&a.pattern, &hits, more))
+        let result = words::grep_result(&a.pattern, &hits, more);
+        ToolOutcome::ok(words::hidden_by_rule(result, hidden))
     }
 
     pub(super) fn glob(&mut self, a: GlobArgs) -> ToolOutcome {
@@ -110,10 +116,14 @@ impl Tools {
             })
             .map(|p| self.rel(&p))
             .collect();
+        let before = found.len();
+        found.retain(|p| !self.permissions.hides(p));
+        let hidden = before - found.len();
         found.sort();
         let more = found.len() > GLOB_MAX;
         found.truncate(GLOB_MAX);
-        ToolOutcome::ok(words::glob_result(&a.pattern, &found, more))
+        let result = words::glob_result(&a.pattern, &found, more);
+        ToolOutcome::ok(words::hidden_by_rule(result, hidden))
     }
 
     pub(super) fn list(&mut self, a: ListArgs) -> ToolOutcome {
@@ -131,11 +141,17 @@ impl Tools {
         if !dir.is_dir() {
             return ToolOutcome::error(words::not_a_directory(&shown));
         }
+        let mut hidden = 0;
         let mut entries: Vec<String> = walker(&dir)
             .max_depth(Some(1))
             .build()
             .flatten()
             .filter(|e| e.depth() == 1)
+            .filter(|e| {
+                let keep = !self.permissions.hides(&self.rel(e.path()));
+                hidden += usize::from(!keep);
+                keep
+            })
             .map(|e| {
                 let name = e.file_name().to_string_lossy().into_owned();
                 if e.path().is_dir() {
@@ -148,7 +164,8 @@ impl Tools {
         entries.sort();
         let more = entries.len() > LIST_MAX;
         entries.truncate(LIST_MAX);
-        ToolOutcome::ok(words::list_result(&self.rel(&dir), &entries, more))
+        let result = words::list_result(&self.rel(&dir), &entries, more);
+        ToolOutcome::ok(words::hidden_by_rule(result, hidden))
     }
 
     /// Every file under `start` (or `start` itself), .gitignore respected,

@@ -17,7 +17,7 @@ use lancet::Workspace;
 use lancet::agent::config::{self, Layer, Trusted, WireKind};
 use lancet::agent::models::{EditMode, Models};
 use lancet::agent::permissions::{
-    Answer, Effect, Mode, NoTerminal, Permissions, Prompter, Question, Rule,
+    Answer, Effect, Mode, NoTerminal, Permissions, Prompter, Question, Rule, confirmation,
 };
 use lancet::agent::provider::{Provider, ProviderConfig, Wire};
 use lancet::agent::run::{self, Ending, Event, RunConfig};
@@ -345,8 +345,7 @@ struct Terminal;
 impl Prompter for Terminal {
     fn confirm(&mut self, q: &Question<'_>) -> Answer {
         let mut err = std::io::stderr();
-        let _ = writeln!(err, "\n{}", q.detail.trim_end());
-        let _ = write!(err, "Allow {} {}? [y/N] ", q.tool, q.subject);
+        let _ = write!(err, "{}", confirmation(q));
         let _ = err.flush();
         let mut line = String::new();
         match std::io::stdin().lock().read_line(&mut line) {

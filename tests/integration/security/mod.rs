@@ -5,6 +5,8 @@
 
 mod engine;
 #[cfg(feature = "agent")]
+mod permissions;
+#[cfg(feature = "agent")]
 mod processes;
 #[cfg(feature = "agent")]
 mod provider;
