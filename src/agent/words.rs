@@ -20,6 +20,7 @@
 //! [`context`](super::context), [`tools`](super::tools)), or the engine's own
 //! feedback on edits ([`crate::feedback`], which the edit tool passes on).
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
@@ -28,7 +29,10 @@ use serde_json::{Value, json};
 
 use super::permissions::{Denial, Layout, Question, for_terminal};
 use super::sandbox::{DEVICES, Enforced, NetworkEnforced, SandboxMode, Unavailable};
-use super::tools::types::{GLOB_MAX, GREP_MAX, LIST_MAX, Refusal, Run, Tool, ToolsConfig};
+use super::tools::types::{
+    Background, GLOB_MAX, GREP_MAX, GREP_MAX_FILE, LIST_MAX, READ_WHOLE_MAX, Refusal, Run,
+    STREAM_SCAN_MAX, Skipped, Special, Tool, ToolsConfig,
+};
 use super::types::{Role, ToolSpec};
 use crate::Format;
 use crate::workspace::WorkspaceError;
@@ -74,6 +78,7 @@ pub(crate) fn text_call_result(
     content: &str,
     is_error: bool,
 ) -> String {
+    let (name, arguments) = (arg(name), arg(arguments));
     let status = if is_error { " failed" } else { "" };
     format!("Result of your `{name}` call {arguments}{status}:\n{content}")
 }
@@ -133,6 +138,35 @@ pub(crate) fn restart(summary: &str) -> String {
 // ---------------------------------------------------------------------------
 // The tools: arguments that are not what they should be
 
+/// Longest argument a result echoes whole, in characters.
+const ECHO_MAX: usize = 200;
+
+/// An argument as a result echoes it: whole when short; else its start and
+/// its size, so a 100 MB path costs the model a line, not 100 MB.
+pub(crate) fn arg(s: &str) -> Cow<'_, str> {
+    match s.char_indices().nth(ECHO_MAX) {
+        None => Cow::Borrowed(s),
+        Some((at, _)) => Cow::Owned(format!("{}… ({} bytes)", &s[..at], s.len())),
+    }
+}
+
+/// A size as a person reads it: bytes, KiB, MiB or GiB.
+pub(crate) fn size(bytes: u64) -> String {
+    const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    for (unit, scale) in UNITS {
+        if bytes >= scale {
+            let whole = bytes / scale;
+            let tenth = bytes % scale * 10 / scale;
+            return if tenth == 0 || whole >= 100 {
+                format!("{whole} {unit}")
+            } else {
+                format!("{whole}.{tenth} {unit}")
+            };
+        }
+    }
+    format!("{bytes} byte{}", if bytes == 1 { "" } else { "s" })
+}
+
 /// Why `bash` arguments with an empty command are invalid.
 pub(crate) const EMPTY_COMMAND: &str = "`command` is empty";
 
@@ -182,7 +216,7 @@ pub(crate) fn spec(tool: Tool, c: &ToolsConfig) -> ToolSpec {
         Tool::Edit => edit_spec(c.format),
         Tool::Bash => (
             format!(
-                "Run a shell command with `sh -c` in the project root and return its output (stdout and stderr together; when long, the start and the end are kept) and exit code. Timeout: {} s unless `timeout_secs` says otherwise (at most {} s); on timeout the command and every process it started are killed. Stdin is empty, so nothing interactive works. Use it to build, test, run and inspect; use read, grep, glob and list to read and search files, and edit or write to change them.",
+                "Run a shell command with `sh -c` in the project root and return its output (stdout and stderr together; when long, the start and the end are kept) and exit code. Timeout: {} s unless `timeout_secs` says otherwise (at most {} s); on timeout the command and every process it started are killed, and when it returns, processes it left running in the background are stopped too (to try a server, start it, use it and stop it in one command). Stdin is empty, so nothing interactive works. Use it to build, test, run and inspect; use read, grep, glob and list to read and search files, and edit or write to change them.",
                 c.bash_timeout.as_secs(),
                 c.bash_max_timeout.as_secs()
             ),
@@ -330,6 +364,7 @@ fn edit_spec(format: Format) -> (String, Value) {
 }
 
 pub(crate) fn unknown_tool(name: &str, tools: &[&str]) -> String {
+    let name = arg(name);
     format!(
         "There is no tool `{name}`. The tools are: {}.",
         tools.join(", ")
@@ -356,6 +391,7 @@ fn example(tool: Tool) -> &'static str {
 }
 
 pub(crate) fn bad_arguments(tool: Tool, why: &str) -> String {
+    let why = arg(why);
     format!(
         "The arguments for `{}` are invalid: {why}. Send a JSON object such as {}. Nothing was done.",
         tool.name(),
@@ -364,6 +400,7 @@ pub(crate) fn bad_arguments(tool: Tool, why: &str) -> String {
 }
 
 pub(crate) fn refused(tool: Tool, subject: &str, refusal: &Refusal) -> String {
+    let subject = arg(subject);
     let what = format!("`{}` on `{subject}`", tool.name());
     match refusal {
         Refusal::Denied(Denial::ReadOnly) => format!(
@@ -435,6 +472,7 @@ pub fn confirmation(q: &Question<'_>) -> String {
 }
 
 pub(crate) fn path_error(path: &str, e: &WorkspaceError) -> String {
+    let path = arg(path);
     match e {
         WorkspaceError::OutsideRoot { .. } => format!(
             "`{path}` is outside the project root; the tools only reach files under it. Use a path relative to the root."
@@ -450,23 +488,76 @@ pub(crate) fn path_error(path: &str, e: &WorkspaceError) -> String {
             format!("`{path}` is a directory; use list to see what it holds.")
         }
         WorkspaceError::Io { source, .. } => format!("`{path}` could not be read: {source}."),
-        other => format!("`{path}`: {other}."),
+        other => format!("`{path}`: {}.", arg(&other.to_string())),
     }
 }
 
 pub(crate) fn not_found(path: &str) -> String {
+    let path = arg(path);
     format!("`{path}` does not exist. Use list or glob to find the right path.")
 }
 
 pub(crate) fn not_a_directory(path: &str) -> String {
+    let path = arg(path);
     format!("`{path}` is not a directory (use read for a file).")
 }
 
 pub(crate) fn not_text(path: &str, e: &crate::DecodeError) -> String {
+    let path = arg(path);
     format!("`{path}` is not a text file lancet can show ({e}).")
 }
 
+pub(crate) fn not_regular(path: &str, kind: Special) -> String {
+    let path = arg(path);
+    let what = match kind {
+        Special::Fifo => "a named pipe (FIFO)",
+        Special::Device => "a device",
+        Special::Socket => "a socket",
+        Special::Other => "not a regular file",
+    };
+    format!("`{path}` is {what}; the tools read and write only regular files, so nothing was done.")
+}
+
+pub(crate) fn too_large_to_edit(path: &str, bytes: u64) -> String {
+    let path = arg(path);
+    format!(
+        "`{path}` is {}, larger than the {} the edit tool works on; nothing was written. Change it with a command through bash (e.g. `sed -i`), or leave it to the user.",
+        size(bytes),
+        size(READ_WHOLE_MAX)
+    )
+}
+
+/// The note after a page of a file too large to read whole; `more` when
+/// the file goes on after the page.
+pub(crate) fn page_streamed(first: usize, last: usize, bytes: u64, more: bool) -> String {
+    let lines = if last == first {
+        format!("line {first}")
+    } else {
+        format!("lines {first}-{last}")
+    };
+    let read_on = if more {
+        format!("; read on with offset={}", last + 1)
+    } else {
+        String::new()
+    };
+    format!(
+        "[{lines} of a {} file, too large to read whole: it is shown page by page, and the edit tool cannot change it{read_on}]\n",
+        size(bytes)
+    )
+}
+
+/// A page of a file too large to read whole stopped before its end: the
+/// scan budget ran out (a very long line, or a far offset).
+pub(crate) fn scan_stopped(path: &str, first: usize) -> String {
+    let path = arg(path);
+    format!(
+        "[stopped after scanning {} of `{path}` from line {first}: for a file this large, use bash (e.g. `sed -n '100,200p' FILE`, `tail -n 50 FILE`, `cut -c1-200`)]\n",
+        size(STREAM_SCAN_MAX)
+    )
+}
+
 pub(crate) fn past_end(path: &str, offset: usize, total: usize) -> String {
+    let path = arg(path);
     format!(
         "offset {offset} is past the end of `{path}`, which has {total} line{}.",
         if total == 1 { "" } else { "s" }
@@ -474,6 +565,7 @@ pub(crate) fn past_end(path: &str, offset: usize, total: usize) -> String {
 }
 
 pub(crate) fn empty_file(path: &str) -> String {
+    let path = arg(path);
     format!("(`{path}` is empty)")
 }
 
@@ -493,6 +585,7 @@ pub(crate) fn line_cut(chars: usize) -> String {
 }
 
 pub(crate) fn exists(path: &str, text_mode: bool) -> String {
+    let path = arg(path);
     let how = if text_mode {
         "read it and write the edit in your reply"
     } else {
@@ -502,6 +595,7 @@ pub(crate) fn exists(path: &str, text_mode: bool) -> String {
 }
 
 pub(crate) fn created(path: &str, lines: usize) -> String {
+    let path = arg(path);
     format!(
         "Created `{path}` ({lines} line{}).",
         if lines == 1 { "" } else { "s" }
@@ -509,6 +603,7 @@ pub(crate) fn created(path: &str, lines: usize) -> String {
 }
 
 pub(crate) fn write_failed(path: &str, e: &WorkspaceError) -> String {
+    let path = arg(path);
     match e {
         WorkspaceError::Stale { .. } => format!(
             "`{path}` appeared on disk while the file was being written; nothing was written. Read it, then edit it."
@@ -516,14 +611,14 @@ pub(crate) fn write_failed(path: &str, e: &WorkspaceError) -> String {
         WorkspaceError::Io { source, .. } => {
             format!("`{path}` could not be written: {source}. Nothing was written.")
         }
-        other => path_error(path, other),
+        other => path_error(&path, other),
     }
 }
 
 pub(crate) fn not_read(paths: &[String]) -> String {
     let list = paths
         .iter()
-        .map(|p| format!("`{p}`"))
+        .map(|p| format!("`{}`", arg(p)))
         .collect::<Vec<_>>()
         .join(", ");
     let (s, it) = if paths.len() == 1 {
@@ -543,17 +638,22 @@ pub(crate) fn nothing_to_do() -> String {
 pub(crate) fn commit_failed(e: &WorkspaceError) -> String {
     match e {
         WorkspaceError::Stale { path } => format!(
-            "`{path}` changed on disk while the edit was waiting to be written; nothing was written. Read it again and redo the edit against its current content."
+            "`{}` changed on disk while the edit was waiting to be written; nothing was written. Read it again and redo the edit against its current content.",
+            arg(path)
         ),
         WorkspaceError::Io { path, source } => format!(
             "Writing failed at {}: {source}. Nothing was written.",
             path.display()
         ),
-        other => format!("The edit could not be written: {other}. Nothing was written."),
+        other => format!(
+            "The edit could not be written: {}. Nothing was written.",
+            arg(&other.to_string())
+        ),
     }
 }
 
 pub(crate) fn stale_diff(path: &str, diff: &str, max_lines: usize) -> String {
+    let path = arg(path);
     let lines: Vec<&str> = diff.lines().collect();
     let mut shown = lines[..lines.len().min(max_lines)].join("\n");
     if lines.len() > max_lines {
@@ -563,6 +663,7 @@ pub(crate) fn stale_diff(path: &str, diff: &str, max_lines: usize) -> String {
 }
 
 pub(crate) fn fresh_anchors(path: &str, view: &str) -> String {
+    let path = arg(path);
     format!("\n\n`{path}` now reads, around the change (fresh anchors):\n{view}")
 }
 
@@ -574,13 +675,33 @@ pub(crate) fn bash_result(r: &Run, timeout: Duration, max: Duration) -> String {
     } else {
         format!("{}\n", r.output)
     };
+    let bg = &r.background;
     if r.timed_out {
+        // "Every process" only when every process was seen to end.
+        let what = if !bg.checked {
+            "the command's process group was killed (processes that left it could not be checked)"
+                .to_owned()
+        } else if bg.survived > 0 {
+            "the command was killed, but not every process it started".to_owned()
+        } else if bg.ended > 0 {
+            format!(
+                "the command and every process it started ({} besides the shell) were killed",
+                bg.ended
+            )
+        } else {
+            "the command and every process it started were killed".to_owned()
+        };
         let _ = write!(
             out,
-            "[timed out after {} s: the command and every process it started were killed. If it needs longer, pass timeout_secs (at most {} s); start servers in the background with their output sent to a file.]",
+            "[timed out after {} s: {what}. If it needs longer, pass timeout_secs (at most {} s).",
             timeout.as_secs(),
             max.as_secs()
         );
+        if bg.checked && bg.survived == 0 {
+            out.push_str(" Nothing a command starts outlives it: to try a server, start it, use it and stop it in one command.");
+        }
+        out.push(']');
+        out.push_str(&survivors(bg));
         return out;
     }
     match (r.code, r.signal) {
@@ -592,10 +713,42 @@ pub(crate) fn bash_result(r: &Run, timeout: Duration, max: Duration) -> String {
         }
         (None, None) => out.push_str("[exit status unknown]"),
     }
-    if r.lingering {
+    if r.lingering && bg.survived == 0 {
         out.push_str("\n[processes it started are still running in the background; their output is not shown]");
     }
+    out.push_str(&background(bg));
     out
+}
+
+/// What became of the processes a command left running: nothing to say
+/// when there were none.
+fn background(bg: &Background) -> String {
+    let mut out = String::new();
+    if bg.ended > 0 {
+        let (es, was) = if bg.ended == 1 {
+            ("", "was")
+        } else {
+            ("es", "were")
+        };
+        let _ = write!(
+            out,
+            "\n[{} background process{es} it started {was} still running and {was} stopped: nothing a command starts outlives it]",
+            bg.ended
+        );
+    }
+    out.push_str(&survivors(bg));
+    out
+}
+
+/// The processes that would not end, if any.
+fn survivors(bg: &Background) -> String {
+    match bg.survived {
+        0 => String::new(),
+        n => format!(
+            "\n[{n} process{} it started could not be stopped and may still be running]",
+            if n == 1 { "" } else { "es" }
+        ),
+    }
 }
 
 pub(crate) fn output_cut(bytes: usize) -> String {
@@ -607,31 +760,73 @@ pub(crate) fn spawn_failed(e: &std::io::Error) -> String {
 }
 
 pub(crate) fn bad_regex(pattern: &str, e: &regex::Error) -> String {
+    let e = e.to_string();
+    let (pattern, e) = (arg(pattern), arg(&e));
     format!(
         "`{pattern}` is not a valid regular expression: {e}\nEscape ( [ {{ . * + ? | with \\ to match them literally."
     )
 }
 
 pub(crate) fn bad_glob(pattern: &str, e: &globset::Error) -> String {
-    format!("`{pattern}` is not a valid glob: {}.", e.kind())
+    let pattern = arg(pattern);
+    format!(
+        "`{pattern}` is not a valid glob: {}.",
+        arg(&e.kind().to_string())
+    )
 }
 
-pub(crate) fn grep_result(pattern: &str, hits: &[String], more: bool) -> String {
-    if hits.is_empty() {
-        return format!("No matches for `{pattern}`.");
+/// `grep`'s answer: the hits, whether there were more, and what it did not
+/// search.
+pub(crate) fn grep_result(pattern: &str, hits: &[String], more: bool, skipped: &Skipped) -> String {
+    let pattern = arg(pattern);
+    let mut out = if hits.is_empty() {
+        format!("No matches for `{pattern}`.")
+    } else {
+        let mut out = hits.join("\n");
+        out.push('\n');
+        if more {
+            let _ = write!(
+                out,
+                "[only the first {GREP_MAX} matches are shown: narrow the pattern, path or glob]"
+            );
+        }
+        out
+    };
+    let files = |n: usize| {
+        if n == 1 {
+            ("file", "was")
+        } else {
+            ("files", "were")
+        }
+    };
+    let mut notes = Vec::new();
+    if skipped.large > 0 {
+        let (f, was) = files(skipped.large);
+        notes.push(format!(
+            "[{} {f} larger than {} {was} not searched; search {} with bash (e.g. `grep -n PATTERN FILE`)]",
+            skipped.large,
+            size(GREP_MAX_FILE),
+            if skipped.large == 1 { "it" } else { "them" }
+        ));
     }
-    let mut out = hits.join("\n");
-    out.push('\n');
-    if more {
-        let _ = write!(
-            out,
-            "[only the first {GREP_MAX} matches are shown: narrow the pattern, path or glob]"
-        );
+    if skipped.unreadable > 0 {
+        let (f, was) = files(skipped.unreadable);
+        notes.push(format!(
+            "[{} {f} could not be read and {was} not searched]",
+            skipped.unreadable
+        ));
+    }
+    for note in notes {
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&note);
     }
     out
 }
 
 pub(crate) fn glob_result(pattern: &str, paths: &[String], more: bool) -> String {
+    let pattern = arg(pattern);
     if paths.is_empty() {
         return format!("No files match `{pattern}`.");
     }
@@ -647,6 +842,7 @@ pub(crate) fn glob_result(pattern: &str, paths: &[String], more: bool) -> String
 }
 
 pub(crate) fn list_result(dir: &str, entries: &[String], more: bool) -> String {
+    let dir = arg(dir);
     if entries.is_empty() {
         return format!("(`{dir}` is empty)");
     }
@@ -808,6 +1004,10 @@ mod tests {
             signal,
             timed_out: false,
             lingering: false,
+            background: Background {
+                checked: true,
+                ..Background::default()
+            },
         }
     }
 
@@ -1068,13 +1268,22 @@ mod tests {
         let e = globset::Glob::new("src/[").unwrap_err();
         put(o, "bad_glob", &bad_glob("src/[", &e));
         let hits = [p("src/a.rs:1: fn needle() {}"), p("src/b.py:3: needle = 1")];
-        put(o, "grep_result (none)", &grep_result("needle", &[], false));
+        let none = Skipped::default();
+        put(
+            o,
+            "grep_result (none)",
+            &grep_result("needle", &[], false, &none),
+        );
         put(
             o,
             "grep_result (hits)",
-            &grep_result("needle", &hits, false),
+            &grep_result("needle", &hits, false, &none),
         );
-        put(o, "grep_result (more)", &grep_result("needle", &hits, true));
+        put(
+            o,
+            "grep_result (more)",
+            &grep_result("needle", &hits, true, &none),
+        );
         let paths = [p("src/main.rs"), p("src/util/mod.rs")];
         put(o, "glob_result (none)", &glob_result("*.zig", &[], false));
         put(
@@ -1236,6 +1445,145 @@ mod tests {
                 subject: "src/a\u{202e}sr.rs",
                 detail: "--- a/src/a.rs\n+++ b/src/a.rs\n@@ -1 +1 @@\n-a\r\n+\tb\x1b[1A\r\n",
             }),
+        );
+        insta::assert_snapshot!(out);
+    }
+
+    /// The words of item 7 (special files), 16 (nothing outlives a
+    /// command) and 18 (bounded work): refusals, page notes, what grep
+    /// skipped, what became of background processes, capped echoes.
+    #[test]
+    fn limits_and_processes() {
+        let mut out = String::new();
+        let o = &mut out;
+        // Echoes.
+        put(o, "arg (short)", &arg("src/main.rs"));
+        let long = format!("{}.rs", "é".repeat(300));
+        put(o, "arg (long)", &arg(&long));
+        put(o, "not_found (long path)", &not_found(&long));
+        put(
+            o,
+            "refused (long command)",
+            &refused(Tool::Bash, &long, &Refusal::NoTerminal),
+        );
+        put(
+            o,
+            "unknown_tool (long name)",
+            &unknown_tool(&long, &["read"]),
+        );
+        for bytes in [
+            0,
+            1,
+            1023,
+            1024,
+            1536,
+            9 << 20,
+            (1 << 30) + (1 << 29),
+            300 << 30,
+        ] {
+            put(o, &format!("size ({bytes})"), &size(bytes));
+        }
+        // Special files.
+        for (kind, special) in [
+            ("fifo", Special::Fifo),
+            ("device", Special::Device),
+            ("socket", Special::Socket),
+            ("other", Special::Other),
+        ] {
+            put(
+                o,
+                &format!("not_regular ({kind})"),
+                &not_regular("logs/pipe", special),
+            );
+        }
+        // Large files.
+        put(
+            o,
+            "too_large_to_edit",
+            &too_large_to_edit("huge.log", 1 << 30),
+        );
+        put(
+            o,
+            "page_streamed (more)",
+            &page_streamed(1, 2000, 1 << 30, true),
+        );
+        put(
+            o,
+            "page_streamed (end)",
+            &page_streamed(4001, 4100, 20 << 20, false),
+        );
+        put(
+            o,
+            "page_streamed (one line)",
+            &page_streamed(7, 7, 20 << 20, true),
+        );
+        put(o, "scan_stopped", &scan_stopped("huge.log", 2001));
+        // grep's skipped files.
+        let hits = ["src/a.rs:1: fn needle() {}".to_owned()];
+        for (kind, large, unreadable) in [
+            ("one large", 1, 0),
+            ("both", 3, 2),
+            ("one unreadable", 0, 1),
+        ] {
+            let skipped = Skipped { large, unreadable };
+            put(
+                o,
+                &format!("grep_result (none, {kind})"),
+                &grep_result("needle", &[], false, &skipped),
+            );
+            put(
+                o,
+                &format!("grep_result (hits, {kind})"),
+                &grep_result("needle", &hits, false, &skipped),
+            );
+        }
+        put(
+            o,
+            "grep_result (more, skipped)",
+            &grep_result(
+                "needle",
+                &hits,
+                true,
+                &Skipped {
+                    large: 1,
+                    unreadable: 0,
+                },
+            ),
+        );
+        // Background processes.
+        let (t, max) = (Duration::from_secs(120), Duration::from_secs(600));
+        let with = |timed_out: bool, checked: bool, ended: usize, survived: usize| {
+            let mut r = run("started\n", (!timed_out).then_some(0), None);
+            r.timed_out = timed_out;
+            r.background = Background {
+                checked,
+                ended,
+                survived,
+            };
+            bash_result(&r, t, max)
+        };
+        put(o, "bash_result (ended 1)", &with(false, true, 1, 0));
+        put(o, "bash_result (ended 3)", &with(false, true, 3, 0));
+        put(
+            o,
+            "bash_result (ended 2, survived 1)",
+            &with(false, true, 2, 1),
+        );
+        put(o, "bash_result (survived 2)", &with(false, true, 0, 2));
+        put(
+            o,
+            "bash_result (timed out, ended 2)",
+            &with(true, true, 2, 0),
+        );
+        put(
+            o,
+            "bash_result (timed out, survived 1)",
+            &with(true, true, 1, 1),
+        );
+        put(
+            o,
+            "bash_result (timed out, unchecked)",
+            &with(true, false, 0, 0),
         );
         insta::assert_snapshot!(out);
     }

@@ -22,16 +22,20 @@
 //! checks (the parent module), or any words (the agent's `words` module).
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::fs::File;
 use std::ops::Range;
+use std::path::Path;
 
 use super::args::{ReadArgs, WriteArgs};
-use super::types::{EditEvent, Refusal, Tool, ToolOutcome};
+use super::open::{NotText, Opened, Page, kind_of, open_regular, read_capped};
+use super::types::{EditEvent, READ_WHOLE_MAX, Refusal, Tool, ToolOutcome};
 use super::{Record, Tools, refuse};
 use crate::agent::permissions::Decision;
 use crate::agent::words;
 use crate::report::{ApplyReport, EditError, FileReport, FileStatus};
-use crate::workspace::{Change, content_hash};
-use crate::{Document, Format, Patch, render_unified};
+use crate::workspace::{Change, WorkspaceError, content_hash};
+use crate::{DecodeError, Document, Format, Patch, render_unified};
 
 /// Longest line `read` shows in full, in characters.
 const MAX_LINE_CHARS: usize = 2000;
@@ -49,22 +53,33 @@ impl Tools {
             Ok(abs) => abs,
             Err(e) => return ToolOutcome::error(words::path_error(&a.path, &e)),
         };
-        let state = match self.ws.read(&a.path) {
-            Ok(Some(s)) => s,
-            Ok(None) => return ToolOutcome::error(words::not_found(&a.path)),
-            Err(e) => return ToolOutcome::error(words::path_error(&a.path, &e)),
+        let (file, size) = match self.open(&a.path, &abs) {
+            Ok(opened) => opened,
+            Err(o) => return *o,
         };
-        let hash = state.hash;
-        let doc = match Document::from_vec(state.bytes) {
-            Ok(d) => d,
-            Err(e) => return ToolOutcome::error(words::not_text(&a.path, &e)),
-        };
-        let total = doc.line_count();
         let limit = a
             .limit
             .unwrap_or(self.config.read_lines)
             .clamp(1, self.config.read_lines.max(1));
         let start = a.offset.unwrap_or(1).max(1) - 1;
+        if size > READ_WHOLE_MAX {
+            return read_page(&a.path, file, size, start, limit);
+        }
+        let bytes = match read_capped(file, size, READ_WHOLE_MAX) {
+            Ok(Some(bytes)) => bytes,
+            // It grew past the limit since it was measured: page it.
+            Ok(None) => match self.open(&a.path, &abs) {
+                Ok((file, size)) => return read_page(&a.path, file, size, start, limit),
+                Err(o) => return *o,
+            },
+            Err(e) => return ToolOutcome::error(words::path_error(&a.path, &io_at(&abs, e))),
+        };
+        let hash = content_hash(&bytes);
+        let doc = match Document::from_vec(bytes) {
+            Ok(d) => d,
+            Err(e) => return ToolOutcome::error(words::not_text(&a.path, &e)),
+        };
+        let total = doc.line_count();
         if total > 0 && start >= total {
             return ToolOutcome::error(words::past_end(&a.path, start + 1, total));
         }
@@ -89,6 +104,37 @@ impl Tools {
         ToolOutcome::ok(content)
     }
 
+    /// Opens `abs` (the resolved `path`) for reading when it is a regular
+    /// file; anything else is the outcome to return.
+    fn open(&self, path: &str, abs: &Path) -> Result<(File, u64), Box<ToolOutcome>> {
+        let refused = |content: String| Err(Box::new(ToolOutcome::error(content)));
+        match open_regular(abs) {
+            Ok(Opened::File(file, size)) => Ok((file, size)),
+            Ok(Opened::Missing) => refused(words::not_found(path)),
+            Ok(Opened::Directory) => refused(words::path_error(
+                path,
+                &WorkspaceError::IsDirectory {
+                    path: path.to_owned(),
+                },
+            )),
+            Ok(Opened::Special(kind)) => refused(words::not_regular(path, kind)),
+            Err(e) => refused(words::path_error(path, &io_at(abs, e))),
+        }
+    }
+
+    /// A file's hash and content as they are now, when it is a regular text
+    /// file small enough to read whole; `None` otherwise (after a write, or
+    /// to show what changed: never worth blocking or a flood of memory).
+    fn current(&self, path: &str) -> Option<(u64, Document)> {
+        let abs = self.ws.resolve(path).ok()?;
+        let Ok(Opened::File(file, size)) = open_regular(&abs) else {
+            return None;
+        };
+        let bytes = read_capped(file, size, READ_WHOLE_MAX).ok()??;
+        let hash = content_hash(&bytes);
+        Some((hash, Document::from_vec(bytes).ok()?))
+    }
+
     pub(super) fn write(&mut self, a: WriteArgs) -> ToolOutcome {
         // Refusals that need no question come first.
         let decision = self.decide(Tool::Write, std::slice::from_ref(&a.path));
@@ -99,12 +145,20 @@ impl Tools {
             Ok(abs) => abs,
             Err(e) => return ToolOutcome::error(words::path_error(&a.path, &e)),
         };
-        match self.ws.read(&a.path) {
-            Ok(None) => {}
-            Ok(Some(_)) => {
-                return ToolOutcome::error(words::exists(&a.path, self.config.text_mode));
+        // Only whether something is there: a file is never read to find out.
+        match std::fs::symlink_metadata(&abs) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return ToolOutcome::error(words::path_error(&a.path, &io_at(&abs, e))),
+            Ok(m) if m.is_dir() => {
+                let e = WorkspaceError::IsDirectory {
+                    path: a.path.clone(),
+                };
+                return ToolOutcome::error(words::path_error(&a.path, &e));
             }
-            Err(e) => return ToolOutcome::error(words::path_error(&a.path, &e)),
+            Ok(m) => match kind_of(&m) {
+                Some(kind) => return ToolOutcome::error(words::not_regular(&a.path, kind)),
+                None => return ToolOutcome::error(words::exists(&a.path, self.config.text_mode)),
+            },
         }
         let diff = render_unified(None, Some(&a.path), "", &a.content, 3);
         if let Err(o) = self.settle(decision, Tool::Write, &a.path, &diff) {
@@ -178,7 +232,20 @@ impl Tools {
             let Ok(abs) = self.ws.resolve(p) else {
                 continue;
             };
-            let exists = matches!(self.ws.read(p), Ok(Some(_)));
+            // Whether it exists, and what it is, without reading it: a FIFO
+            // or a device is refused before the engine would open it, and a
+            // file too large to read whole before the engine would read it.
+            let exists = match std::fs::symlink_metadata(&abs) {
+                Ok(m) if m.is_dir() => false,
+                Ok(m) => match kind_of(&m) {
+                    Some(kind) => return ToolOutcome::error(words::not_regular(p, kind)),
+                    None if m.len() > READ_WHOLE_MAX => {
+                        return ToolOutcome::error(words::too_large_to_edit(p, m.len()));
+                    }
+                    None => true,
+                },
+                Err(_) => false,
+            };
             match self.read.get(&abs) {
                 Some(r) => {
                     opts.expected_hashes.insert(p.clone(), r.hash);
@@ -245,14 +312,10 @@ impl Tools {
             let Ok(abs) = self.ws.resolve(p) else {
                 continue;
             };
-            let state = self.ws.read(p).ok().flatten();
-            let doc = state
-                .as_ref()
-                .and_then(|s| Document::from_bytes(&s.bytes).ok());
-            match (state, doc) {
-                (Some(s), Some(doc)) => match self.read.get_mut(&abs) {
+            match self.current(p) {
+                Some((hash, doc)) => match self.read.get_mut(&abs) {
                     Some(r) => {
-                        r.hash = s.hash;
+                        r.hash = hash;
                         r.known = doc;
                     }
                     // A file the edit created: the model wrote all of it.
@@ -260,14 +323,14 @@ impl Tools {
                         self.read.insert(
                             abs,
                             Record {
-                                hash: s.hash,
+                                hash,
                                 known: doc.clone(),
                                 view: doc,
                             },
                         );
                     }
                 },
-                _ => {
+                None => {
                     self.read.remove(&abs);
                 }
             }
@@ -291,10 +354,10 @@ impl Tools {
             let Some(record) = self.read.get(&abs) else {
                 continue;
             };
-            let now = match self.ws.read(&f.path) {
-                Ok(Some(s)) => Document::from_vec(s.bytes).unwrap_or_default(),
-                _ => Document::default(),
-            };
+            let now = self
+                .current(&f.path)
+                .map(|(_, doc)| doc)
+                .unwrap_or_default();
             let diff = render_unified(
                 Some(&f.path),
                 Some(&f.path),
@@ -312,10 +375,7 @@ impl Tools {
         let mut out = String::new();
         let mut budget = FRESH_LINES;
         for p in paths {
-            let Ok(Some(state)) = self.ws.read(p) else {
-                continue;
-            };
-            let Ok(after) = Document::from_vec(state.bytes) else {
+            let Some((_, after)) = self.current(p) else {
                 continue;
             };
             let old = before.get(p).cloned().unwrap_or_default();
@@ -338,6 +398,62 @@ impl Tools {
             out.push_str(&words::fresh_anchors(p, &shown));
         }
         out
+    }
+}
+
+/// A page of a file too large to read whole, read by streaming: what it
+/// costs is the page, not the file. No read record is kept (the edit tool
+/// refuses such a file), and the note says so.
+fn read_page(path: &str, file: File, size: u64, start: usize, limit: usize) -> ToolOutcome {
+    // Bytes kept per line: enough for MAX_LINE_CHARS characters of any width.
+    let keep = MAX_LINE_CHARS * 4;
+    let page = match Page::read(file, start, limit, keep) {
+        Ok(Ok(page)) => page,
+        Ok(Err(not_text)) => {
+            let e = match not_text {
+                NotText::Binary(offset) => DecodeError::Binary { offset },
+                NotText::Utf16(big_endian) => DecodeError::Utf16 { big_endian },
+            };
+            return ToolOutcome::error(words::not_text(path, &e));
+        }
+        Err(e) => return ToolOutcome::error(words::path_error(path, &io_at(Path::new(path), e))),
+    };
+    if let Some(total) = page.total {
+        return ToolOutcome::error(words::past_end(path, start + 1, total));
+    }
+    if page.lines.is_empty() {
+        return ToolOutcome::error(words::scan_stopped(path, start + 1));
+    }
+    let last = start + page.lines.len();
+    let width = last.to_string().len();
+    let mut out = String::new();
+    for (i, line) in page.lines.iter().enumerate() {
+        let text = String::from_utf8_lossy(&line.head);
+        let (kept, beyond) = match text.char_indices().nth(MAX_LINE_CHARS) {
+            Some((at, _)) => (&text[..at], text[at..].chars().count()),
+            None => (&*text, 0),
+        };
+        let _ = write!(out, "{:>width$} | {kept}", start + i + 1);
+        // What was past the kept bytes was counted, not kept.
+        let cut = beyond + line.cut_chars;
+        if cut > 0 {
+            out.push_str(&words::line_cut(cut));
+        }
+        out.push('\n');
+    }
+    if page.stopped {
+        out.push_str(&words::scan_stopped(path, start + 1));
+    } else {
+        out.push_str(&words::page_streamed(start + 1, last, size, page.more));
+    }
+    ToolOutcome::ok(out)
+}
+
+/// An I/O error at `abs`, as the workspace words it.
+fn io_at(abs: &Path, source: std::io::Error) -> WorkspaceError {
+    WorkspaceError::Io {
+        path: abs.to_path_buf(),
+        source,
     }
 }
 
@@ -725,5 +841,42 @@ mod tests {
         assert!(!o.is_error, "{}", o.content);
         assert_eq!(get(&dir, "a.py"), "x = 2\n");
         assert!(t.apply_text("no edits here").is_none());
+    }
+
+    #[test]
+    fn a_page_of_a_large_file_is_streamed() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = "x".repeat(MAX_LINE_CHARS + 10);
+        let text: String = (1..=30)
+            .map(|i| {
+                if i == 12 {
+                    format!("{long}\n")
+                } else {
+                    format!("line {i}\r\n")
+                }
+            })
+            .collect();
+        let p = dir.path().join("big.log");
+        fs::write(&p, &text).unwrap();
+        let open = || fs::File::open(&p).unwrap();
+        let o = read_page("big.log", open(), 1 << 30, 9, 4);
+        assert!(!o.is_error, "{}", o.content);
+        let want = format!(
+            "10 | line 10\n11 | line 11\n12 | {}{}\n13 | line 13\n",
+            &long[..MAX_LINE_CHARS],
+            words::line_cut(10)
+        );
+        assert!(o.content.starts_with(&want), "{}", o.content);
+        assert!(
+            o.content
+                .ends_with(&words::page_streamed(10, 13, 1 << 30, true))
+        );
+        let o = read_page("big.log", open(), 1 << 30, 28, 10);
+        assert!(
+            o.content
+                .ends_with(&words::page_streamed(29, 30, 1 << 30, false))
+        );
+        let o = read_page("big.log", open(), 1 << 30, 30, 10);
+        assert!(o.is_error && o.content == words::past_end("big.log", 31, 30));
     }
 }

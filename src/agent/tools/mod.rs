@@ -13,8 +13,10 @@
 //! line per tool) and the permission checks every tool goes through;
 //! `files` does read, write and edit (read records, read-before-edit);
 //! `search` does grep, glob and list; `process` runs bash (spawning, process
-//! groups, output capture, kill); `args` types the arguments leniently;
-//! `types` holds the plain data the words module phrases. A new tool is one
+//! groups, output capture, kill) and `reap` finds and ends every process a
+//! command started; `open` opens files for every tool (regular files only,
+//! never blocking, bounded); `args` types the arguments leniently; `types`
+//! holds the plain data the words module phrases. A new tool is one
 //! function in one of those files, one line of dispatch here, and its words.
 //!
 //! Owns: the tools' arguments and what they do. Does not own: the words the
@@ -34,10 +36,13 @@ use crate::{Document, ParseError, feedback};
 
 mod args;
 mod files;
+mod open;
 mod process;
+mod reap;
 mod search;
 pub(crate) mod types;
 
+pub use reap::{adopt_orphans, end_descendants};
 use types::Tool;
 pub use types::{EditEvent, Refusal, ToolOutcome, ToolsConfig};
 

@@ -1,17 +1,21 @@
 //! The `bash` tool: runs a command line with `sh -c` in the root and says
 //! what it did.
 //!
-//! The command runs in a process group of its own, with stdin empty; on
-//! timeout the whole group gets SIGTERM, then SIGKILL, and an abandoned call
-//! (the run interrupted mid-command) takes the group with it. Output (stdout
-//! and stderr interleaved as they arrive) is kept head and tail within a
-//! byte budget, so a flood costs bounded memory. Signals go through
-//! `rustix` (no `kill` program is spawned).
+//! The command runs in a process group of its own, with stdin empty and a
+//! marker in its environment. **Nothing it starts outlives it**: when it
+//! ends, what it left running in the background is ended (SIGTERM, a grace
+//! period, SIGKILL) and counted; on timeout the command itself too; an
+//! abandoned call (the run interrupted mid-command) takes everything with it
+//! at once. Finding what left the group is the `reap` module's job (what
+//! holds on which platform is written there). Output (stdout and stderr
+//! interleaved as they arrive) is kept head and tail within a byte budget,
+//! so a flood costs bounded memory.
 //!
 //! Owns: spawning (one function, [`spawn_command`], so a sandbox wraps the
-//! command line in one place), process groups, output capture and killing.
-//! Does not own: whether a command may run (the permission check in the
-//! parent module) or the words of its result (the agent's `words` module).
+//! command line in one place), output capture, and when processes are
+//! ended. Does not own: whether a command may run (the permission check in
+//! the parent module), how they are found and signalled (`reap`), or the
+//! words of its result (the agent's `words` module).
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -23,14 +27,16 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::Tools;
 use super::args::BashArgs;
-use super::types::{Run, Tool, ToolOutcome};
+use super::reap::{MARKER, Scope, new_marker};
+use super::types::{Background, Run, Tool, ToolOutcome};
 use crate::agent::sandbox;
 use crate::agent::words;
 
 /// How long a command's output is still read after it exits (background
 /// processes may hold the pipe open).
 const DRAIN: Duration = Duration::from_millis(300);
-/// How long a timed-out command gets between SIGTERM and SIGKILL.
+/// How long a timed-out command (or what a command left running) gets
+/// between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_millis(1000);
 
 impl Tools {
@@ -78,15 +84,20 @@ impl Tools {
 /// Starts `program args…` (`sh -c CMD`, or the sandbox launcher around it)
 /// in `root`: stdin empty, stdout and stderr piped, nothing that pages or
 /// prompts, in a process group of its own (so a timeout can end everything
-/// the command started), killed if dropped.
+/// the command started), carrying `marker` in its environment (so what
+/// leaves the group is still found; the sandbox launcher keeps the
+/// environment when it becomes the command), killed if dropped. The one
+/// place a command line becomes a process.
 fn spawn_command(
     program: OsString,
     args: Vec<OsString>,
     root: &Path,
+    marker: &str,
 ) -> std::io::Result<tokio::process::Child> {
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)
         .current_dir(root)
+        .env(MARKER, marker)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -185,11 +196,11 @@ async fn run_command(
     max_output: usize,
 ) -> std::io::Result<Run> {
     use tokio::time::{Instant, sleep_until};
-    let mut child = spawn_command(program, args, root)?;
-    let pid = child.id();
-    // If this call is abandoned (Ctrl-C ends the run mid-command), the whole
-    // group goes with it, not only the shell.
-    let mut guard = GroupGuard(pid);
+    let marker = new_marker();
+    let mut child = spawn_command(program, args, root, &marker)?;
+    // If this call is abandoned (Ctrl-C ends the run mid-command), the
+    // command and everything it started go with it, not only the shell.
+    let mut guard = Guard(child.id().map(|pid| Scope::new(pid, marker)));
     let mut out = child.stdout.take();
     let mut err = child.stderr.take();
     let mut cap = Capture::new(max_output);
@@ -218,27 +229,35 @@ async fn run_command(
         }
     }
     let timed_out = status.is_none();
+    // Nothing a command starts outlives it: on a timeout the command itself
+    // ends here too; after a normal end, what it left in the background.
+    let background = match guard.0.clone() {
+        Some(scope) => scope.end(GRACE).await,
+        None => Background::default(),
+    };
+    guard.0 = None;
     if timed_out {
-        kill_group(pid, &mut child).await;
-        status = child.try_wait().ok().flatten();
-        // What the group wrote while it was being killed.
-        let until = Instant::now() + Duration::from_millis(200);
-        while out.is_some() || err.is_some() {
-            tokio::select! {
-                n = read_some(&mut out, &mut b1) => match n {
-                    Some(n) => cap.push(&b1[..n]),
-                    None => out = None,
-                },
-                n = read_some(&mut err, &mut b2) => match n {
-                    Some(n) => cap.push(&b2[..n]),
-                    None => err = None,
-                },
-                () = sleep_until(until) => break,
-            }
+        let _ = child.start_kill();
+        if let Ok(Ok(s)) = tokio::time::timeout(GRACE, child.wait()).await {
+            status = Some(s);
+        }
+    }
+    // What was written while it was being ended.
+    let until = Instant::now() + Duration::from_millis(200);
+    while out.is_some() || err.is_some() {
+        tokio::select! {
+            n = read_some(&mut out, &mut b1) => match n {
+                Some(n) => cap.push(&b1[..n]),
+                None => out = None,
+            },
+            n = read_some(&mut err, &mut b2) => match n {
+                Some(n) => cap.push(&b2[..n]),
+                None => err = None,
+            },
+            () = sleep_until(until) => break,
         }
     }
     let lingering = !timed_out && (out.is_some() || err.is_some());
-    guard.0 = None;
     #[cfg(unix)]
     let signal = status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s));
     #[cfg(not(unix))]
@@ -249,60 +268,20 @@ async fn run_command(
         signal,
         timed_out,
         lingering,
+        background,
     })
 }
 
-/// Kills a command's process group when dropped armed (its pid set).
-struct GroupGuard(Option<u32>);
+/// Ends a command and everything it started when dropped armed.
+struct Guard(Option<Scope>);
 
-impl Drop for GroupGuard {
+impl Drop for Guard {
     fn drop(&mut self) {
-        if let Some(pid) = self.0 {
-            signal_group(pid, Signal::Kill);
+        if let Some(scope) = self.0.take() {
+            scope.end_now();
         }
     }
 }
-
-/// Ends a command and everything in its process group: SIGTERM, a grace
-/// period, then SIGKILL (to the group, whether or not the shell is gone:
-/// its children may ignore SIGTERM).
-async fn kill_group(pid: Option<u32>, child: &mut tokio::process::Child) {
-    if let Some(pid) = pid {
-        signal_group(pid, Signal::Term);
-        let _ = tokio::time::timeout(GRACE, child.wait()).await;
-        signal_group(pid, Signal::Kill);
-    }
-    let _ = child.start_kill();
-    let _ = tokio::time::timeout(GRACE, child.wait()).await;
-}
-
-/// The signals the tool sends.
-#[derive(Debug, Clone, Copy)]
-enum Signal {
-    /// Asks to stop (the grace period follows).
-    Term,
-    /// Stops at once.
-    Kill,
-}
-
-/// Sends `signal` to the process group `pgid`; a group already gone is no
-/// error (there is nothing left to end).
-#[cfg(unix)]
-fn signal_group(pgid: u32, signal: Signal) {
-    use rustix::process::{Pid, Signal as Sig, kill_process_group};
-    let sig = match signal {
-        Signal::Term => Sig::TERM,
-        Signal::Kill => Sig::KILL,
-    };
-    if let Some(pid) = i32::try_from(pgid).ok().and_then(Pid::from_raw) {
-        let _ = kill_process_group(pid, sig);
-    }
-}
-
-/// Without process groups, the shell alone is killed (by `kill_on_drop` and
-/// `start_kill`).
-#[cfg(not(unix))]
-fn signal_group(_pgid: u32, _signal: Signal) {}
 
 #[cfg(test)]
 mod tests {

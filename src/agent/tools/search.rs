@@ -15,13 +15,12 @@ use std::path::{Path, PathBuf};
 use super::Tools;
 use super::args::{GlobArgs, GrepArgs, ListArgs};
 use super::files::cut_chars;
-use super::types::{GLOB_MAX, GREP_MAX, LIST_MAX, Tool, ToolOutcome};
+use super::open::{Opened, open_regular, read_capped};
+use super::types::{GLOB_MAX, GREP_MAX, GREP_MAX_FILE, LIST_MAX, Skipped, Tool, ToolOutcome};
 use crate::agent::words;
 
 /// Longest line `grep` shows, in characters.
 const GREP_LINE_CHARS: usize = 300;
-/// Files larger than this are not searched by `grep`.
-const GREP_MAX_FILE: u64 = 8 << 20;
 
 impl Tools {
     pub(super) fn grep(&mut self, a: GrepArgs) -> ToolOutcome {
@@ -53,6 +52,7 @@ impl Tools {
         let mut hits = Vec::new();
         let mut more = false;
         let mut hidden = 0;
+        let mut skipped = Skipped::default();
         'files: for path in self.files_under(&start) {
             let rel = self.rel(&path);
             if filter.as_ref().is_some_and(|f| !f.matches(&rel)) {
@@ -62,11 +62,30 @@ impl Tools {
                 hidden += 1;
                 continue;
             }
-            if !matches!(std::fs::metadata(&path), Ok(m) if m.len() <= GREP_MAX_FILE) {
-                continue;
-            }
-            let Ok(bytes) = std::fs::read(&path) else {
-                continue;
+            // Opened as the read tool opens: a FIFO swapped in after the walk
+            // saw a file is refused, never waited on.
+            let bytes = match open_regular(&path) {
+                Ok(Opened::File(_, size)) if size > GREP_MAX_FILE => {
+                    skipped.large += 1;
+                    continue;
+                }
+                Ok(Opened::File(file, size)) => match read_capped(file, size, GREP_MAX_FILE) {
+                    Ok(Some(bytes)) => bytes,
+                    Ok(None) => {
+                        skipped.large += 1;
+                        continue;
+                    }
+                    Err(_) => {
+                        skipped.unreadable += 1;
+                        continue;
+                    }
+                },
+                // Gone since the walk: nothing to search.
+                Ok(Opened::Missing | Opened::Directory) => continue,
+                Ok(Opened::Special(_)) | Err(_) => {
+                    skipped.unreadable += 1;
+                    continue;
+                }
             };
             if bytes[..bytes.len().min(8000)].contains(&0) {
                 continue;
@@ -87,7 +106,7 @@ impl Tools {
                 }
             }
         }
-        let result = words::grep_result(&a.pattern, &hits, more);
+        let result = words::grep_result(&a.pattern, &hits, more, &skipped);
         ToolOutcome::ok(words::hidden_by_rule(result, hidden))
     }
 
@@ -195,7 +214,7 @@ fn walker(start: &Path) -> ignore::WalkBuilder {
 
 /// A glob over relative paths; one without `/` matches file names at any depth.
 struct PathFilter {
-    matcher: globset::GlobMatcher,
+    matcher: globset::GlobSet,
     name_only: bool,
 }
 
@@ -203,10 +222,12 @@ impl PathFilter {
     fn new(pattern: &str) -> Result<PathFilter, globset::Error> {
         let pattern = pattern.trim();
         let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
-        let matcher = globset::GlobBuilder::new(pattern)
+        let glob = globset::GlobBuilder::new(pattern)
             .literal_separator(true)
-            .build()?
-            .compile_matcher();
+            .build()?;
+        // A set, not `compile_matcher`: a glob too large to compile (a
+        // model's 1 MB pattern) is an error to report, not a panic.
+        let matcher = globset::GlobSetBuilder::new().add(glob).build()?;
         Ok(PathFilter {
             matcher,
             name_only: !pattern.contains('/'),

@@ -21,6 +21,15 @@ pub(crate) const GREP_MAX: usize = 200;
 pub(crate) const GLOB_MAX: usize = 500;
 /// Most entries `list` returns.
 pub(crate) const LIST_MAX: usize = 1000;
+/// Files larger than this are not searched by `grep` (the result counts them).
+pub(crate) const GREP_MAX_FILE: u64 = 8 << 20;
+/// Files up to this size are read whole (a [`Document`](crate::Document), a
+/// read record, editable); larger ones are shown page by page and the edit
+/// tool refuses them.
+pub(crate) const READ_WHOLE_MAX: u64 = 16 << 20;
+/// Most bytes one page of a file larger than [`READ_WHOLE_MAX`] scans, so
+/// every read answers quickly, whatever the file or the offset.
+pub(crate) const STREAM_SCAN_MAX: u64 = 64 << 20;
 
 /// How the tools behave. `Default` is `lancet run`'s default.
 #[derive(Debug, Clone)]
@@ -167,4 +176,46 @@ pub(crate) struct Run {
     pub(crate) timed_out: bool,
     /// Processes it left in the background still held its output open.
     pub(crate) lingering: bool,
+    /// What ending the processes it left behind found.
+    pub(crate) background: Background,
+}
+
+/// The processes a command left running when it ended or timed out, and
+/// what became of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Background {
+    /// Whether lancet could see every process the command started (Linux:
+    /// through `/proc`); elsewhere only its process group was signalled, and
+    /// processes that left the group could not be checked.
+    pub(crate) checked: bool,
+    /// Processes other than the shell that were still running and were ended.
+    pub(crate) ended: usize,
+    /// Processes that were signalled and are still alive (another user's, or
+    /// stuck in the kernel).
+    pub(crate) survived: usize,
+}
+
+/// A path that is neither a regular file nor a directory: the tools refuse
+/// it before opening it (a FIFO would block for ever, a device may never end).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Special {
+    /// A named pipe.
+    Fifo,
+    /// A character or block device.
+    Device,
+    /// A Unix socket.
+    Socket,
+    /// Anything else that is not a regular file (a symlink swapped in
+    /// between the check and the open, for one).
+    Other,
+}
+
+/// What `grep` did not search, so the result can say so.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Skipped {
+    /// Files larger than [`GREP_MAX_FILE`].
+    pub(crate) large: usize,
+    /// Files that could not be opened or read (permissions, vanished, or
+    /// replaced by something that is not a regular file).
+    pub(crate) unreadable: usize,
 }

@@ -357,6 +357,9 @@ impl Prompter for Terminal {
 }
 
 pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
+    // Orphans of the bash tool's commands come to lancet, not init, so they
+    // can be ended (Linux; elsewhere the process group is what holds).
+    lancet::agent::tools::adopt_orphans();
     let models = Models::builtin().map_err(Error::Models)?;
     let ws = Workspace::open(&args.root).map_err(|source| Error::RunRoot {
         root: args.root.clone(),
@@ -469,9 +472,12 @@ pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
     let result = runtime.block_on(async {
         tokio::select! {
             r = run::run(&provider, &mut tools, session.as_mut(), messages, &config, &mut show) => Some(r),
-            _ = tokio::signal::ctrl_c() => None,
+            () = interrupted() => None,
         }
     });
+    // Nothing a command started outlives lancet, however the run ended
+    // (before anything is printed: after SIGHUP the terminal may be gone).
+    lancet::agent::tools::end_descendants();
     if open_line && !json {
         println!();
     }
@@ -526,6 +532,29 @@ pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
         Ending::Answered => Exit::Success,
         Ending::MaxTurns | Ending::Repeating | Ending::NoTerminal => Exit::Failed,
     })
+}
+
+/// Ctrl-C, SIGTERM or SIGHUP (the terminal closed): each stops the run the
+/// same way, the running command and what it started included.
+async fn interrupted() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut hup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) else {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+            _ = hup.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
 }
 
 fn emit(v: &serde_json::Value) {
