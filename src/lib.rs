@@ -58,17 +58,18 @@ pub use apply::{ApplyOptions, Plan, hash_of, plan, resolve_file};
 pub use edit::{Conflict, Replacement, TextEdit, TextEditBuilder};
 pub use format::{
     Action, Anchor, AnchorEdit, AnchorOp, ApplyPatch, Block, Chunk, DiffOptions, EditFormat,
-    EditOp, FileChange, Format, Hashline, Hunk, HunkLine, ParseError, Patch, Resolution,
-    ResolveContext, SearchReplace, Split, UnifiedDiff, Whole, WholeFile, line_hash, render_unified,
+    EditOp, FileChange, Format, Hashline, Hunk, HunkLine, Patch, Resolution, ResolveContext,
+    SearchReplace, Split, UnifiedDiff, Whole, WholeFile, render_unified,
 };
 pub use matcher::{
     Candidate, Match, MatchError, MatchOptions, Tier, locate, locate_all, pick_by_hint,
 };
 pub use report::{
-    ApplyReport, EditError, EditKind, EditReport, EditStatus, FileReport, FileStatus, PathProblem,
-    SyntaxIssue, SyntaxPolicy, Warning,
+    ApplyReport, CandidateJson, EditError, EditJson, EditKind, EditReport, EditStatus, FileJson,
+    FileReport, FileStatus, ParseError, PathProblem, ReportJson, SyntaxIssue, SyntaxJson,
+    SyntaxPolicy, Warning,
 };
-pub use text::{DecodeError, Document, Eol};
+pub use text::{DecodeError, Document, Eol, line_hash};
 pub use workspace::{
     Change, CommitReceipt, FileState, UndoReceipt, Workspace, WorkspaceError, content_hash,
 };

@@ -522,7 +522,7 @@ impl Tools {
         };
         ToolOutcome {
             edit: Some(EditEvent {
-                report_json: report.to_json(),
+                report_json: feedback::json_report(&report).to_value(),
                 diff,
             }),
             ..ToolOutcome::ok(message)
@@ -595,7 +595,7 @@ impl Tools {
         ToolOutcome {
             is_error: !report.ok,
             edit: Some(EditEvent {
-                report_json: report.to_json(),
+                report_json: feedback::json_report(&report).to_value(),
                 diff,
             }),
             ..ToolOutcome::ok(content)

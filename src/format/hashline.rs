@@ -21,7 +21,6 @@
 use std::ops::Range;
 
 use serde_json::Value;
-use xxhash_rust::xxh3::xxh3_64;
 
 use super::{
     Action, EditFormat, EditOp, FileChange, ParseError, Patch, Resolution, ResolveContext,
@@ -29,25 +28,14 @@ use super::{
 use crate::matcher::Tier;
 use crate::report::{EditError, EditStatus, Warning};
 use crate::splice::{self, Piece};
-use crate::text::Document;
+use crate::text::{Document, line_hash};
 
 /// The hashline format.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Hashline;
 
-/// Letters chosen not to look like hex digits or common code (as oh-my-pi's v2).
-const ALPHABET: &[u8; 16] = b"ZPMQVRWSNKTXJBYH";
-
 /// How far (in lines, each way) an anchor is looked for when its line moved.
 pub(crate) const RELOCATION_WINDOW: usize = 20;
-
-/// The 3-letter hash of a line (its content without ending or trailing whitespace).
-pub fn line_hash(line: &str) -> String {
-    let h = xxh3_64(line.trim_end().as_bytes());
-    (0..3)
-        .map(|k| ALPHABET[((h >> (k * 4)) & 0xF) as usize] as char)
-        .collect()
-}
 
 /// A reference to a line: `40:ZPM`, optionally with the content echoed (`40:ZPM|code`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -930,14 +918,6 @@ mod tests {
             }
         }
         Ok(doc.apply(&b.finish().map_err(|_| EditError::BlankSearch)?))
-    }
-
-    #[test]
-    fn hash_is_three_letters_of_the_alphabet() {
-        let h = line_hash("    return x  ");
-        assert_eq!(h.len(), 3);
-        assert_eq!(h, line_hash("    return x"));
-        assert!(h.bytes().all(|b| ALPHABET.contains(&b)));
     }
 
     #[test]

@@ -19,109 +19,15 @@ pub(crate) mod whole;
 use std::ops::Range;
 
 use crate::matcher::{MatchOptions, Tier};
-use crate::report::{EditError, EditStatus, Warning};
+use crate::report::{EditError, EditStatus, ParseError, Warning};
 use crate::splice::Piece;
 use crate::text::Document;
 
 pub use apply_patch::{ApplyPatch, Chunk};
-pub use hashline::{Anchor, AnchorEdit, AnchorOp, Hashline, line_hash};
+pub use hashline::{Anchor, AnchorEdit, AnchorOp, Hashline};
 pub use search_replace::{Block, SearchReplace, Split};
 pub use udiff::{DiffOptions, Hunk, HunkLine, UnifiedDiff, render_unified};
 pub use whole::{Whole, WholeFile};
-
-/// Why model text could not be parsed. Positions are 1-based input lines.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ParseError {
-    /// A block was opened and never closed.
-    #[error("line {line}: block opened here is never closed")]
-    Unterminated {
-        /// Line of the opening marker.
-        line: usize,
-    },
-    /// A block has no divider between its two halves.
-    #[error("line {line}: block has no divider")]
-    MissingDivider {
-        /// Line of the opening marker.
-        line: usize,
-    },
-    /// A divider or closing marker appeared outside a block.
-    #[error("line {line}: marker outside a block")]
-    StrayMarker {
-        /// Line of the marker.
-        line: usize,
-    },
-    /// The input holds no edit this format recognises.
-    #[error("no edits found")]
-    NoEdits,
-    /// The tool-call arguments are not what the format's schema asks for.
-    #[error("bad tool arguments: {field}")]
-    BadArguments {
-        /// The field at fault (`path`, `old_string`, …) or `json` when it is not an object.
-        field: String,
-        /// What was expected of it.
-        expected: &'static str,
-    },
-    /// A hunk header whose line numbers cannot be read.
-    #[error("line {line}: bad hunk header")]
-    BadHunkHeader {
-        /// Line of the header.
-        line: usize,
-    },
-    /// A line inside a hunk that is none of ` `, `-`, `+`, `\`.
-    #[error("line {line}: not a hunk line")]
-    BadHunkLine {
-        /// The line.
-        line: usize,
-    },
-    /// A hunk with no body.
-    #[error("line {line}: empty hunk")]
-    EmptyHunk {
-        /// Line of the header.
-        line: usize,
-    },
-    /// A binary patch (lancet edits text).
-    #[error("line {line}: binary patch")]
-    BinaryPatch {
-        /// Line where it starts.
-        line: usize,
-    },
-    /// A hashline directive (`@@ replace …`) whose anchors cannot be read.
-    #[error("line {line}: bad directive")]
-    BadDirective {
-        /// Line of the directive.
-        line: usize,
-    },
-    /// A hashline payload line that does not start with `+`.
-    #[error("line {line}: payload line without +")]
-    BadPayloadLine {
-        /// The line.
-        line: usize,
-    },
-    /// A fence opened and never closed (the output was cut off).
-    #[error("line {line}: unclosed fence")]
-    UnclosedFence {
-        /// The line of the opening fence.
-        line: usize,
-    },
-    /// A line inside an apply_patch section that is none of ` `, `-`, `+`, `@@`, `***`.
-    #[error("line {line}: not a patch line")]
-    BadPatchLine {
-        /// The line.
-        line: usize,
-    },
-    /// Something the format has but lancet does not do.
-    #[error("line {line}: {what} are not supported")]
-    Unsupported {
-        /// Line where it appears.
-        line: usize,
-        /// What it is.
-        what: &'static str,
-    },
-    /// `--format auto` could not tell which format the input is.
-    #[error("unrecognised input")]
-    Unrecognised,
-}
 
 /// What one file should undergo.
 #[derive(Debug, Clone, PartialEq)]

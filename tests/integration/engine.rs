@@ -170,3 +170,57 @@ fn resolves_without_io() {
         "fn main() {\r\n    println!(\"hello\");\r\n    eprintln!(\"bye\");\r\n}\r\n"
     );
 }
+
+/// The `--json` shape (DESIGN.md's contract) of a report with everything in
+/// it: several files, each file and edit status, tiers, candidates of a failed
+/// edit, syntax errors, warnings, a rename with a mode change, a deletion and
+/// a creation. The snapshot is the contract as a program reads it.
+#[cfg(all(feature = "syntax", unix))]
+#[test]
+fn json_report_shape() {
+    const APP: &str = "def load(path):\n    with open(path) as f:\n        return f.read()\n\ndef save(path, text):\n    with open(path) as f:\n        f.write(text)\n\ndef size(path):\n    return len(load(path))\n";
+    let (_dir, ws) = ws_with(&[
+        ("app.py", APP),
+        ("calc.py", "def add(a, b):\n    return a + b\n"),
+        ("run.sh", "#!/bin/sh\necho one\necho two\n"),
+        ("gone.txt", "old\n"),
+    ]);
+    let block = |path: &str, search: &str, replace: &str| {
+        format!("{path}\n<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n")
+    };
+    let blocks = [
+        // Applied at the indent tier, with echoed line numbers removed.
+        block(
+            "app.py",
+            "9 |     def size(path):\n10 |         return len(load(path))\n",
+            "    def size(path):\n        return len(load(path)) or 0\n",
+        ),
+        // Ambiguous: two places.
+        block(
+            "app.py",
+            "    with open(path) as f:\n",
+            "    with open(path, \"rb\") as f:\n",
+        ),
+        // Not found, with the nearest places.
+        block(
+            "app.py",
+            "def save(path, data, mode):\n    handle = open(path, mode)\n    handle.write(data)\n",
+            "def save(path, data, mode):\n    handle = open(path, mode)\n    handle.write(data + 1)\n",
+        ),
+        // A syntax error the edit would introduce.
+        block("calc.py", "    return a + b\n", "    return (a + b\n"),
+        // Already applied.
+        block("calc.py", "def sub(a, b):\n", "def add(a, b):\n"),
+        // A new file.
+        block("new.txt", "", "fresh\n"),
+    ];
+    let mut patch = Format::SearchReplace.parse(&blocks.concat()).unwrap();
+    let diff = "diff --git a/run.sh b/bin/run.sh\nold mode 100644\nnew mode 100755\nrename from run.sh\nrename to bin/run.sh\n--- a/run.sh\n+++ b/bin/run.sh\n@@ -3,2 +3,2 @@\n echo one\n-echo two\n+echo three\n\
+diff --git a/gone.txt b/gone.txt\ndeleted file mode 100644\n--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-old\n";
+    patch
+        .changes
+        .extend(Format::UnifiedDiff.parse(diff).unwrap().changes);
+    let report = plan(&ws, &patch, &ApplyOptions::default()).into_report();
+    let json = serde_json::to_string_pretty(&lancet::feedback::json_report(&report)).unwrap();
+    insta::assert_snapshot!(json);
+}

@@ -62,8 +62,7 @@ fn usage(msg: &str) -> u8 {
 /// Input no format could parse: exit 2, with the report object under `--json`.
 fn malformed(msg: &str, json: bool) -> u8 {
     if json {
-        let v = serde_json::json!({"ok": false, "written": false, "files": [], "message": msg});
-        println!("{v}");
+        println!("{}", lancet::ReportJson::malformed(msg.to_owned()));
         return status::USAGE;
     }
     usage(msg)
@@ -211,11 +210,13 @@ fn apply(args: ApplyArgs) -> u8 {
     };
     let style = Style::for_stream(std::io::stdout().is_terminal());
     if args.json {
-        let mut v = report.to_json();
-        if args.dry_run {
-            v["diff"] = serde_json::json!(diff_text);
-        }
-        println!("{v}");
+        let json = feedback::json_report(&report);
+        let json = if args.dry_run {
+            json.with_diff(diff_text)
+        } else {
+            json
+        };
+        println!("{json}");
     } else if !args.check {
         if args.dry_run {
             print!("{diff_text}");
