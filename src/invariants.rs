@@ -4,7 +4,7 @@
 //! Kept in the library (hidden from the docs) so the `fuzz/` targets stay
 //! one-liners and the same checks run under proptest in `cargo test`.
 
-use crate::format::{EditFormat, SearchReplace};
+use crate::format::DiffOptions;
 use crate::matcher::{Tier, locate};
 use crate::{Document, MatchOptions};
 
@@ -15,7 +15,8 @@ pub fn search_replace_parse(data: &[u8]) {
         return;
     };
     let (input, file) = text.split_once('\u{0}').unwrap_or((text, "a\nb\n"));
-    if let Ok(patch) = SearchReplace.parse(input) {
+    // The text parser itself: `Format::parse` would take a JSON object for a tool call.
+    if let Ok(patch) = (crate::format::search_replace::DEF.parse)(input, DiffOptions::default()) {
         let doc = Document::from_text(file);
         let opts = MatchOptions::default();
         let ctx = crate::ResolveContext::new(&opts);

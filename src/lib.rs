@@ -57,9 +57,8 @@ mod workspace;
 pub use apply::{ApplyOptions, Plan, hash_of, plan, resolve_file};
 pub use edit::{Conflict, Replacement, TextEdit, TextEditBuilder};
 pub use format::{
-    Action, Anchor, AnchorEdit, AnchorOp, ApplyPatch, Block, Chunk, DiffOptions, EditFormat,
-    EditOp, FileChange, Format, Hashline, Hunk, HunkLine, Patch, Resolution, ResolveContext,
-    SearchReplace, Split, UnifiedDiff, Whole, WholeFile, render_unified,
+    Action, Anchor, AnchorEdit, AnchorOp, Block, Chunk, DiffOptions, EditOp, FileChange, Format,
+    Hunk, HunkLine, Patch, Removal, Resolution, ResolveContext, Split, WholeFile, render_unified,
 };
 pub use matcher::{
     Candidate, Match, MatchError, MatchOptions, Tier, locate, locate_all, pick_by_hint,

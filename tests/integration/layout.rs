@@ -274,3 +274,75 @@ fn crate_paths_are_parsed() {
     );
     assert_eq!(crate_paths(&code), ["a", "b", "c", "d", "e"]);
 }
+
+/// Every format has its documents and fixtures, found by its prompt:
+/// `edit-formats/<doc>.prompt.md` is what `Format::instructions` returns,
+/// and next to it are the spec (`<doc>.md`) and the agent's edit tool
+/// (`<doc>.tool.json`, what `Format::tool_spec` returns); its cases are in
+/// `tests/fixtures/<doc>/`. Every prompt belongs to a format, so a format
+/// whose definition is not in `Format::ALL` is caught too.
+#[test]
+fn every_format_has_its_spec_prompt_tool_and_fixtures() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let docs = root.join("edit-formats");
+    let mut prompts: Vec<(String, String)> = std::fs::read_dir(&docs)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            let stem = name.strip_suffix(".prompt.md")?.to_owned();
+            let text = std::fs::read_to_string(docs.join(&name)).unwrap();
+            Some((stem, text))
+        })
+        .collect();
+    let mut problems = Vec::new();
+    for &format in lancet::Format::ALL {
+        let Some(at) = prompts.iter().position(|(_, t)| t == format.instructions()) else {
+            problems.push(format!(
+                "{}: no edit-formats/*.prompt.md holds its instructions",
+                format.name()
+            ));
+            continue;
+        };
+        let (doc, _) = prompts.swap_remove(at);
+        if !docs.join(format!("{doc}.md")).is_file() {
+            problems.push(format!("{}: no spec edit-formats/{doc}.md", format.name()));
+        }
+        match std::fs::read_to_string(docs.join(format!("{doc}.tool.json"))) {
+            Ok(tool) if tool == format.tool_spec() => {
+                let spec: serde_json::Value = serde_json::from_str(&tool).unwrap_or_default();
+                if !spec["description"].is_string() || !spec["parameters"].is_object() {
+                    problems.push(format!(
+                        "{}: edit-formats/{doc}.tool.json needs a description and parameters",
+                        format.name()
+                    ));
+                }
+            }
+            Ok(_) => problems.push(format!(
+                "{}: edit-formats/{doc}.tool.json is not its tool_spec",
+                format.name()
+            )),
+            Err(_) => problems.push(format!(
+                "{}: no edit tool edit-formats/{doc}.tool.json",
+                format.name()
+            )),
+        }
+        let fixtures = root.join("tests/fixtures").join(&doc);
+        let cases = ["ok", "err"]
+            .iter()
+            .filter_map(|k| std::fs::read_dir(fixtures.join(k)).ok())
+            .flatten()
+            .count();
+        if cases == 0 {
+            problems.push(format!(
+                "{}: no fixture cases in tests/fixtures/{doc}/{{ok,err}}/",
+                format.name()
+            ));
+        }
+    }
+    for (doc, _) in prompts {
+        problems.push(format!(
+            "edit-formats/{doc}.prompt.md belongs to no format in Format::ALL"
+        ));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -4,8 +4,7 @@
 //! alphabet so that repeats — the hard case for locating text — are common.
 
 use lancet::{
-    Document, EditFormat, EditOp, EditReport, Eol, Format, MatchOptions, ResolveContext,
-    SearchReplace, TextEditBuilder,
+    Document, EditOp, EditReport, Eol, Format, MatchOptions, ResolveContext, TextEditBuilder,
 };
 use proptest::prelude::*;
 
@@ -178,7 +177,7 @@ proptest! {
     fn render_parse_apply_round_trips(before in arb_lines(25), after in arb_lines(25)) {
         let before_text = join(&before, "\n", true);
         let after_text = join(&after, "\n", true);
-        let rendered = SearchReplace.render("f.txt", &before_text, &after_text);
+        let rendered = Format::SearchReplace.render("f.txt", &before_text, &after_text);
         let doc = Document::from_text(&before_text);
         // SEARCH needs some non-blank text: a file of only blank lines cannot be addressed.
         if before_text == after_text || before.iter().all(|l| l.trim().is_empty()) {

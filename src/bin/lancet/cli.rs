@@ -3,7 +3,9 @@
 //! Only parsing lives here; `main.rs` runs the commands.
 
 use std::path::PathBuf;
+use std::sync::LazyLock;
 
+use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use lancet::Format;
 
@@ -32,39 +34,35 @@ pub(crate) enum Command {
     Run(crate::run::RunArgs),
 }
 
-/// The formats named by the contract; not every one is in every build yet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum FormatChoice {
-    Auto,
-    SearchReplace,
-    Udiff,
-    Hashline,
-    Whole,
-    ApplyPatch,
-}
+/// A `--format` value: `auto` (detect the format), or a format by its name.
+/// The names come from the library's formats (`Format::ALL`), so a new
+/// format is a choice here without an edit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FormatChoice(Option<Format>);
 
 impl FormatChoice {
     pub(crate) fn name(self) -> &'static str {
-        match self {
-            FormatChoice::Auto => "auto",
-            FormatChoice::SearchReplace => "search-replace",
-            FormatChoice::Udiff => "udiff",
-            FormatChoice::Hashline => "hashline",
-            FormatChoice::Whole => "whole",
-            FormatChoice::ApplyPatch => "apply-patch",
-        }
+        self.0.map_or("auto", Format::name)
     }
 
     /// The library format (`None` for auto).
     pub(crate) fn available(self) -> Option<Format> {
-        match self {
-            FormatChoice::SearchReplace => Some(Format::SearchReplace),
-            FormatChoice::Udiff => Some(Format::UnifiedDiff),
-            FormatChoice::Hashline => Some(Format::Hashline),
-            FormatChoice::ApplyPatch => Some(Format::ApplyPatch),
-            FormatChoice::Whole => Some(Format::Whole),
-            _ => None,
-        }
+        self.0
+    }
+}
+
+impl ValueEnum for FormatChoice {
+    fn value_variants<'a>() -> &'a [Self] {
+        static CHOICES: LazyLock<Vec<FormatChoice>> = LazyLock::new(|| {
+            std::iter::once(FormatChoice(None))
+                .chain(Format::ALL.iter().map(|f| FormatChoice(Some(*f))))
+                .collect()
+        });
+        &CHOICES
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.name()))
     }
 }
 

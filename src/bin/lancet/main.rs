@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use lancet::{ApplyOptions, Format, MatchOptions, Tier, Workspace, WorkspaceError, feedback};
 
-use cli::{ApplyArgs, Cli, Command, DiffArgs, FormatChoice, FormatsArgs, UndoArgs, ViewArgs};
+use cli::{ApplyArgs, Cli, Command, DiffArgs, FormatsArgs, UndoArgs, ViewArgs};
 use style::Style;
 
 /// Exit statuses of the contract.
@@ -119,26 +119,13 @@ fn apply(args: ApplyArgs) -> u8 {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let format = match args.format {
-        FormatChoice::Auto => match Format::detect(&input) {
+    let format = match args.format.available() {
+        Some(f) => f,
+        None => match Format::detect(&input) {
             Some(f) => f,
             None => {
                 let msg = feedback::parse_error(&lancet::ParseError::Unrecognised, None);
                 return malformed(&msg, args.json);
-            }
-        },
-        other => match other.available() {
-            Some(f) => f,
-            None => {
-                return usage(&format!(
-                    "the {} format is not available in this build yet; available: {}",
-                    other.name(),
-                    Format::ALL
-                        .iter()
-                        .map(|f| f.name())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
             }
         },
     };
