@@ -49,9 +49,10 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use super::permissions::{Answer, Decision, Denial, Permissions, Prompter, Question};
 use super::types::ToolSpec;
 use super::words;
+use crate::format::render_unified;
 use crate::report::{ApplyReport, EditError, FileReport, FileStatus};
 use crate::workspace::{Change, Workspace, WorkspaceError, content_hash};
-use crate::{ApplyOptions, Document, Format, ParseError, Patch, feedback, render_unified};
+use crate::{ApplyOptions, Document, Format, ParseError, Patch, feedback};
 
 /// Longest line `read`, `grep` show in full, in characters.
 const MAX_LINE_CHARS: usize = 2000;

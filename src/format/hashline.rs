@@ -91,6 +91,7 @@ impl Anchor {
 
 /// One hashline edit.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AnchorOp {
     /// Replace lines `start..=end` (an empty payload deletes them).
     Replace {

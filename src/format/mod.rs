@@ -1,5 +1,5 @@
 //! Edit formats: how a model writes a change. Each format is defined in one
-//! place — its module's [`FormatDef`] — and everything else reads that.
+//! place — its module's `FormatDef` — and everything else reads that.
 //!
 //! A format parses model text (or a tool call's JSON arguments) into a
 //! [`Patch`]: per file, either format-specific edits ([`EditOp`]) or a
@@ -13,8 +13,8 @@
 //!
 //! Owns: parsing, resolving, rendering and viewing, per format, and the
 //! dispatch from the closed [`Format`] enum (the runtime choice) to the
-//! definitions, in one `match` ([`Format::def`]); and from [`EditOp`] to the
-//! edit types, in another ([`EditOp::edit`]). Does not own: reading or
+//! definitions, in one `match` (`Format::def`); and from [`EditOp`] to the
+//! edit types, in another (`EditOp::edit`). Does not own: reading or
 //! writing files (`apply` and the workspace), or words about outcomes
 //! (feedback).
 //!
@@ -27,21 +27,21 @@
 //! and the layout test name anything else.
 //!
 //! 1. `src/format/<name>.rs`: the parser (text, and tool-call arguments into
-//!    a `#[derive(Deserialize)]` struct of [`tool_args::Arg`] fields), the
-//!    edit type with its [`FormatEdit`] implementation (its kind, where it came
+//!    a `#[derive(Deserialize)]` struct of `tool_args::Arg` fields), the
+//!    edit type with its `FormatEdit` implementation (its kind, where it came
 //!    from, how it resolves), the renderer, and `pub(crate) static DEF:
-//!    FormatDef` holding all of it. Share what exists: [`push_edit`],
-//!    [`udiff::ops_of`] for ` `/`-`/`+` lines, `Candidate::from(&Match)`,
-//!    [`numbered_view`].
-//! 2. A [`Format`] variant, its arm in [`Format::def`], and its place in
+//!    FormatDef` holding all of it. Share what exists: `push_edit`,
+//!    `udiff::ops_of` for ` `/`-`/`+` lines, `Candidate::from(&Match)`,
+//!    `numbered_view`.
+//! 2. A [`Format`] variant, its arm in `Format::def`, and its place in
 //!    [`Format::ALL`]; an [`EditOp`] variant for the edit type and its arm in
-//!    [`EditOp::edit`]. The two matches are exhaustive, so the compiler points
-//!    at both. A new [`EditKind`](crate::EditKind) only if the feedback's words
+//!    `EditOp::edit`. The two matches are exhaustive, so the compiler points
+//!    at both. A new [`crate::EditKind`] only if the feedback's words
 //!    differ from an existing kind's; then its entry in feedback's
 //!    `kind_words` (exhaustive too).
 //! 3. `edit-formats/<doc>.md` (the spec), `<doc>.prompt.md` (what the model
-//!    is told, [`FormatDef::instructions`]) and `<doc>.tool.json` (the
-//!    agent's edit tool: description and JSON schema, [`FormatDef::tool`]).
+//!    is told, `FormatDef::instructions`) and `<doc>.tool.json` (the
+//!    agent's edit tool: description and JSON schema, `FormatDef::tool`).
 //! 4. `tests/fixtures/<doc>/{ok,err}/NNN_name/` cases. The layout test
 //!    (`tests/integration/layout.rs`) fails until 3 and 4 exist for every
 //!    format in [`Format::ALL`], and until every prompt under `edit-formats/`
@@ -431,7 +431,7 @@ impl<'a> ResolveContext<'a> {
     }
 }
 
-/// A located edit, ready to join the file's [`TextEdit`](crate::TextEdit).
+/// A located edit, ready to join the file's [`TextEdit`](crate::edit::TextEdit).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resolution {
     /// Applied, already applied, or noop.
