@@ -8,6 +8,15 @@
 //!
 //! Messages are plain text (no colour, no Markdown beyond backticks), one
 //! short line per edit plus detail for failures, with 1-based line numbers.
+//! Words that depend on the sort of edit (a hunk, a block, an anchor edit)
+//! come from one table, `kind_words`, one entry per [`EditKind`].
+//! [`json_report`] puts the same words into the `--json` shape.
+//!
+//! Owns: wording. Does not own: what happened (the [`report`](crate::report)
+//! types, which it reads and never changes) or how it is shown (colour is the
+//! CLI's). It reads only data — reports, the text model, the matcher's tiers
+//! and candidates — and no format, so `apply` can word its report and the
+//! formats stay free of prose.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;

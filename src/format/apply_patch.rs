@@ -2,7 +2,9 @@
 //! `*** Add File:`, `*** Update File:` (with `*** Move to:`) and `*** Delete
 //! File:` sections; updates are chunks of ` `/`-`/`+` lines, each optionally
 //! opened by `@@ anchor` lines that narrow where it applies. The spec is
-//! `edit-formats/apply-patch.md`.
+//! `edit-formats/apply-patch.md`; the format's definition (`DEF`) is at the
+//! top of this module. Chunk bodies are unified-diff lines ([`HunkLine`]),
+//! read with the diff's own helpers.
 //!
 //! Better than the original where its users asked: context lines keep the
 //! file's bytes after a tolerant match; a chunk of only `+` lines after an

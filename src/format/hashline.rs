@@ -1,5 +1,7 @@
 //! Hashline: the model sees every line as `LINE:HASH|content` and edits by
-//! anchor instead of retyping old text. The spec is `edit-formats/hashline.md`.
+//! anchor instead of retyping old text. The spec is `edit-formats/hashline.md`;
+//! the format's definition (`DEF`) is at the top of this module, and the hash
+//! itself is the text model's ([`line_hash`]).
 //!
 //! The hash is 3 letters from a 16-letter alphabet (4,096 values) over the
 //! line without its ending and trailing whitespace. Collisions are tolerated:

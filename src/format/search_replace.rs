@@ -1,5 +1,7 @@
 //! Search/replace: the model quotes the lines to change (SEARCH) and writes
-//! what they become (REPLACE). The spec is `edit-formats/search-replace.md`.
+//! what they become (REPLACE). The spec is `edit-formats/search-replace.md`;
+//! the format's definition (`DEF`: names, words, parsers, renderer, view) is
+//! at the top of this module, and the block's resolution is its `FormatEdit`.
 //!
 //! Parsing is lenient about what models write (5–9 marker characters,
 //! `ORIGINAL`/`UPDATED` and `------- SEARCH`/`+++++++ REPLACE` variants, fences,

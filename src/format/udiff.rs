@@ -1,5 +1,7 @@
 //! Unified diffs: what `diff -u`, `git diff` and models write. The spec is
-//! `edit-formats/unified-diff.md`.
+//! `edit-formats/unified-diff.md`; the format's definition (`DEF`) is at the
+//! top of this module, and [`ops_of`] (` `/`-`/`+` lines to splice ops) is
+//! shared with apply_patch.
 //!
 //! Parsing accepts git diffs (extended headers: modes, renames, `index`),
 //! plain `---`/`+++` diffs, several files per input, `/dev/null`, `\ No

@@ -1,5 +1,6 @@
 //! Whole file: the model writes the file's complete new content, fenced, with
-//! its path. The spec is `edit-formats/whole.md`.
+//! its path. The spec is `edit-formats/whole.md`; the format's definition
+//! (`DEF`) is at the top of this module.
 //!
 //! The new content is diffed against the file, so every line the model kept
 //! keeps the file's bytes (endings, trailing whitespace); only changed lines
