@@ -48,6 +48,14 @@
 //!    belongs to one.
 //! 5. A round-trip property in `tests/integration/props.rs` (render → parse →
 //!    apply gives the target) and a fuzz target (`fuzz/`).
+//! 6. Prose that lists every format by hand, which no compiler checks: the
+//!    unrecognised-input message in feedback's `parse_error` (its snapshot
+//!    shows the change), `lancet run`'s unknown-format message
+//!    (`src/bin/lancet/run.rs`), and the format lists in README.md and DESIGN.md.
+//!
+//! Everything else follows from the definition: `--format` and `lancet
+//! formats` (the CLI reads [`Format::ALL`]), detection, the agent's edit
+//! tool and its prompt, `lancet view`.
 
 pub(crate) mod apply_patch;
 pub(crate) mod hashline;
