@@ -17,7 +17,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput};
-use lancet::{Document, MatchOptions, Tier, locate};
+use lancet::matcher::locate;
+use lancet::{Document, MatchOptions, Tier};
 
 /// xorshift64*: tiny, seeded, and good enough to vary synthetic code.
 struct Rng(u64);

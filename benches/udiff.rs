@@ -25,9 +25,9 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput};
-use lancet::{
-    Document, EditOp, EditReport, EditStatus, Format, MatchOptions, ResolveContext, resolve_file,
-};
+use lancet::apply::resolve_file;
+use lancet::format::{EditOp, ResolveContext};
+use lancet::{Document, EditReport, EditStatus, Format, MatchOptions};
 
 /// xorshift64*: tiny, seeded, and good enough to vary synthetic code.
 struct Rng(u64);

@@ -13,16 +13,27 @@
 //! order in the input does not matter and overlapping edits are a conflict.
 //! [`ApplyOptions::sequential`] resolves each edit against the result of the
 //! previous ones instead (MultiEdit semantics).
+//!
+//! [`apply_text`] runs the same plan over one file held in memory: text in,
+//! text out, for an editor plug-in or another agent — no workspace, no disk.
+//! [`resolve_file`] is the pure core both use: one document, its edits, the
+//! new document.
+//!
+//! Owns: grouping a patch by file, file-level actions (create, delete,
+//! rename, mode), all-or-nothing, the syntax guard's verdict per file, and the
+//! report with its message. Does not own: locating text (formats and the
+//! matcher), the words (feedback), or the disk (the workspace). It is the top
+//! of the engine's layers: it uses everything below and nothing uses it.
 
 use std::collections::HashMap;
 
 use crate::edit::{TextEdit, TextEditBuilder};
 use crate::feedback;
-use crate::format::{Action, EditOp, Patch, Resolution, ResolveContext};
+use crate::format::{Action, EditOp, Format, Patch, Resolution, ResolveContext};
 use crate::matcher::MatchOptions;
 use crate::report::{
-    ApplyReport, EditError, EditReport, EditStatus, FileReport, FileStatus, PathProblem,
-    SyntaxPolicy, Warning,
+    ApplyReport, EditError, EditReport, EditStatus, FileReport, FileStatus, ParseError,
+    PathProblem, SyntaxPolicy, Warning,
 };
 use crate::text::Document;
 use crate::workspace::{Change, Workspace, WorkspaceError, content_hash};
@@ -212,14 +223,139 @@ fn group<'a>(patch: &'a Patch, default_path: Option<&String>) -> Vec<FileWork<'a
     files
 }
 
+/// A file as a plan reads it: its bytes, their content hash, its mode.
+struct Read {
+    bytes: Vec<u8>,
+    hash: u64,
+    mode: Option<u32>,
+}
+
+/// Where a plan reads files: the [`Workspace`], or one file in memory
+/// ([`apply_text`]).
+trait Files {
+    /// The file at `path` (`None`: it does not exist), or why it cannot be read.
+    fn read(&self, path: &str) -> Result<Option<Read>, WorkspaceError>;
+}
+
+impl Files for Workspace {
+    fn read(&self, path: &str) -> Result<Option<Read>, WorkspaceError> {
+        Ok(Workspace::read(self, path)?.map(|s| Read {
+            bytes: s.bytes,
+            hash: s.hash,
+            mode: s.mode,
+        }))
+    }
+}
+
+/// One file's content, under its path; every other path is a missing file.
+struct OneFile<'a> {
+    path: &'a str,
+    content: &'a str,
+}
+
+impl Files for OneFile<'_> {
+    fn read(&self, path: &str) -> Result<Option<Read>, WorkspaceError> {
+        Ok(same_path(path, self.path).then(|| Read {
+            bytes: self.content.as_bytes().to_vec(),
+            hash: content_hash(self.content.as_bytes()),
+            mode: None,
+        }))
+    }
+}
+
+/// Whether two relative paths name one file (`./a.py` is `a.py`).
+fn same_path(a: &str, b: &str) -> bool {
+    let bare = |p: &'_ str| -> String {
+        let mut p = p;
+        while let Some(rest) = p.strip_prefix("./") {
+            p = rest;
+        }
+        p.to_owned()
+    };
+    bare(a) == bare(b)
+}
+
 /// Reads and resolves every file of `patch`; writes nothing.
 pub fn plan(ws: &Workspace, patch: &Patch, opts: &ApplyOptions) -> Plan {
+    plan_in(ws, patch, opts, opts.default_path.as_ref())
+}
+
+/// What [`apply_text`] gives back.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct TextOutcome {
+    /// The file's new content: the edits applied (under
+    /// [`partial`](ApplyOptions::partial), those that applied); the content as
+    /// given when nothing changes or, all or nothing, when an edit failed;
+    /// `None` when the edits delete the file.
+    pub text: Option<String>,
+    /// What became of each edit, with the message a model would be shown
+    /// (`written` is false: nothing is written anywhere).
+    pub report: ApplyReport,
+}
+
+/// Applies edits written in `format` (model text, or the format's tool-call
+/// arguments as a JSON object) to one file's content in memory: no
+/// workspace, no disk. For an editor plug-in, or an agent holding the file.
+///
+/// `path` is the file's name as the edits use it (it also picks the syntax
+/// guard's language). Edits that name no file apply to it; edits naming
+/// another file find no such file (they fail as missing, and what they would
+/// create is reported but not returned). Options are those of [`plan`].
+///
+/// ```
+/// use lancet::{ApplyOptions, Format, apply_text};
+///
+/// let content = "def total(items):\n    return sum(items)\n";
+/// let reply = "app.py\n<<<<<<< SEARCH\n    return sum(items)\n=======\n    return sum(items, 0)\n>>>>>>> REPLACE\n";
+/// let out = apply_text(Format::SearchReplace, reply, "app.py", content, &ApplyOptions::default())?;
+/// assert!(out.report.ok);
+/// assert_eq!(out.text.as_deref(), Some("def total(items):\n    return sum(items, 0)\n"));
+/// assert_eq!(out.report.message, "edit 1: applied to app.py at line 2");
+/// # Ok::<(), lancet::ParseError>(())
+/// ```
+pub fn apply_text(
+    format: Format,
+    edits: &str,
+    path: &str,
+    content: &str,
+    opts: &ApplyOptions,
+) -> Result<TextOutcome, ParseError> {
+    let patch = format.parse(edits)?;
+    let default_path = opts.default_path.clone().unwrap_or_else(|| path.to_owned());
+    let plan = plan_in(
+        &OneFile { path, content },
+        &patch,
+        opts,
+        Some(&default_path),
+    );
+    let written = plan.writes.iter().find(|w| same_path(&w.path, path));
+    let text = match written {
+        Some(w) => w.after.as_ref().map(|after| {
+            let bom = if after.has_bom() { "\u{feff}" } else { "" };
+            format!("{bom}{}", after.text())
+        }),
+        None => Some(content.to_owned()),
+    };
+    Ok(TextOutcome {
+        text,
+        report: plan.report,
+    })
+}
+
+/// [`plan`] over any source of files.
+fn plan_in(
+    files_in: &dyn Files,
+    patch: &Patch,
+    opts: &ApplyOptions,
+    default_path: Option<&String>,
+) -> Plan {
     let mut files = Vec::new();
     let mut writes = Vec::new();
     let mut originals: HashMap<String, Document> = HashMap::new();
     let mut touched: Vec<String> = Vec::new();
-    for work in group(patch, opts.default_path.as_ref()) {
-        let (mut report, outcome) = plan_file(ws, &work, opts);
+    for work in group(patch, default_path) {
+        let (mut report, outcome) = plan_file(files_in, &work, opts);
         // Two changes to one path (other than merged edits) would race: refuse the later.
         let paths: Vec<String> = [Some(report.path.clone()), report.new_path.clone()]
             .into_iter()
@@ -349,7 +485,7 @@ fn git_blob_id(bytes: &[u8]) -> String {
 }
 
 fn plan_file(
-    ws: &Workspace,
+    ws: &dyn Files,
     work: &FileWork<'_>,
     opts: &ApplyOptions,
 ) -> (FileReport, Option<Outcome>) {
@@ -852,9 +988,4 @@ fn explain_dependencies(
             }
         }
     }
-}
-
-/// The content hash the workspace uses, for callers tracking what they read.
-pub fn hash_of(bytes: &[u8]) -> u64 {
-    content_hash(bytes)
 }

@@ -3,14 +3,31 @@
 //! A `TextEdit` is a list of line-range replacements that is sorted and
 //! disjoint by construction: the only way to make one is
 //! [`TextEditBuilder::finish`], which refuses overlapping replacements with a
-//! [`Conflict`] naming both edits. Applying it ([`Document::apply`](crate::Document::apply))
-//! is then a single pass that copies untouched lines verbatim.
+//! [`Conflict`] naming both edits. Applying it ([`Document::apply`], defined
+//! here because the text model sits below the edit type) is then a single
+//! pass that copies untouched lines verbatim.
 //!
 //! Owns: ordering and the disjointness check. Does not own: where a
 //! replacement goes (the matcher and the formats decide) or line endings (the
-//! [`Document`](crate::Document) decides).
+//! [`Document`] decides).
 
 use std::ops::Range;
+
+use crate::text::{Document, Eol};
+
+impl Document {
+    /// Applies an edit, giving the new document. Untouched lines keep their bytes.
+    pub fn apply(&self, edit: &TextEdit) -> Document {
+        self.rewrite(
+            edit.replacements
+                .iter()
+                .map(|r| (r.range.clone(), r.lines.as_slice())),
+            edit.final_newline,
+            edit.default_eol,
+            edit.inserted_len(),
+        )
+    }
+}
 
 /// One replacement: lines `range` of the original become `lines`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,7 +71,7 @@ pub struct Conflict {
 pub struct TextEdit {
     replacements: Vec<Replacement>,
     final_newline: Option<bool>,
-    default_eol: Option<crate::text::Eol>,
+    default_eol: Option<Eol>,
 }
 
 impl TextEdit {
@@ -70,7 +87,7 @@ impl TextEdit {
 
     /// The line ending for new lines when the document has none to copy
     /// (an empty or one-line file).
-    pub fn default_eol(&self) -> Option<crate::text::Eol> {
+    pub fn default_eol(&self) -> Option<Eol> {
         self.default_eol
     }
 
@@ -94,7 +111,7 @@ impl TextEdit {
 pub struct TextEditBuilder {
     replacements: Vec<Replacement>,
     final_newline: Option<(bool, usize)>,
-    default_eol: Option<crate::text::Eol>,
+    default_eol: Option<Eol>,
 }
 
 impl TextEditBuilder {
@@ -120,7 +137,7 @@ impl TextEditBuilder {
     }
 
     /// The ending new lines get when the document has none to copy.
-    pub fn set_default_eol(&mut self, eol: crate::text::Eol) -> &mut Self {
+    pub fn set_default_eol(&mut self, eol: Eol) -> &mut Self {
         self.default_eol = Some(eol);
         self
     }

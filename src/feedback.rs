@@ -8,20 +8,132 @@
 //!
 //! Messages are plain text (no colour, no Markdown beyond backticks), one
 //! short line per edit plus detail for failures, with 1-based line numbers.
+//! Words that depend on the sort of edit (a hunk, a block, an anchor edit)
+//! come from one table, `kind_words`, one entry per [`EditKind`].
+//! [`json_report`] puts the same words into the `--json` shape.
+//!
+//! Owns: wording. Does not own: what happened (the [`report`](crate::report)
+//! types, which it reads and never changes) or how it is shown (colour is the
+//! CLI's). It reads only data — reports, the text model, the matcher's tiers
+//! and candidates — and no format, so `apply` can word its report and the
+//! formats stay free of prose.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::ops::Range;
 
-use crate::format::ParseError;
 use crate::matcher::{Candidate, Tier};
 use crate::report::{
-    ApplyReport, EditError, EditKind, EditReport, EditStatus, FileStatus, PathProblem, Warning,
+    ApplyReport, EditError, EditKind, EditReport, EditStatus, FileReport, FileStatus, ParseError,
+    PathProblem, ReportJson, SyntaxIssue, Warning,
 };
-use crate::text::{DecodeError, Document};
+use crate::text::{DecodeError, Document, line_hash};
 
 /// How many lines of a candidate region to quote.
 const QUOTE_LINES: usize = 12;
+
+/// The words that depend on the sort of edit: one entry per [`EditKind`],
+/// looked up in [`kind_words`] — the only place feedback tells kinds apart.
+struct KindWords {
+    /// What one edit is called in its line of the message (`hunk 2`, `edit 2`).
+    noun: &'static str,
+    /// What the closing summary calls the input's edits when all are of this kind.
+    summary_noun: &'static str,
+    /// What the file already has when the edit is already applied.
+    already_has: &'static str,
+    /// What a no-op edit says after `{noun} {n}: `.
+    noop: &'static str,
+    /// How to create a file that does not exist (empty: the edit cannot).
+    create: &'static str,
+    /// Not found: the words before and after the path.
+    not_found: (&'static str, &'static str),
+    /// Not found, with similar text shown: how to fix the edit.
+    not_found_fix: &'static str,
+    /// Ambiguous: the words before the number of places, and after the places.
+    ambiguous: (&'static str, &'static str),
+    /// The edit names no file: what it is, and how to name one.
+    no_path: &'static str,
+}
+
+/// Search/replace wording, which the kinds that quote old text share.
+const BLOCK_WORDS: KindWords = KindWords {
+    noun: "edit",
+    summary_noun: "edit",
+    already_has: "its REPLACE text",
+    noop: "SEARCH and REPLACE are identical, so it changes nothing",
+    create: "To create it, send its content with an empty SEARCH section.",
+    not_found: ("SEARCH text not found in ", "."),
+    not_found_fix: "Copy the lines to change exactly as they are in the file and send the edit again.",
+    ambiguous: (
+        "SEARCH matches",
+        ". Nothing was guessed. Add lines above or below so the text is unique (in a SEARCH/REPLACE block, `:start_line: N` after the SEARCH marker also picks one).",
+    ),
+    no_path: "the edit names no file. Put the file's path on the line before the block.",
+};
+
+fn kind_words(kind: EditKind) -> &'static KindWords {
+    const HUNK: KindWords = KindWords {
+        noun: "hunk",
+        summary_noun: "hunk",
+        already_has: "the hunk's new lines",
+        noop: "changes nothing",
+        create: "To create it, send a diff from `--- /dev/null`.",
+        not_found: (
+            "the hunk's old lines (context and `-` lines) were not found in ",
+            ".",
+        ),
+        not_found_fix: "Make the context and `-` lines match the file exactly and send the patch again.",
+        ambiguous: (
+            "the hunk's old lines match",
+            ", and its line number does not single one out. Nothing was guessed. Add context lines so they are unique, or correct the hunk header's line numbers.",
+        ),
+        no_path: "the hunk names no file. Put `--- a/PATH` and `+++ b/PATH` lines before it.",
+    };
+    const ANCHOR: KindWords = KindWords {
+        already_has: "its new lines",
+        noop: "changes nothing",
+        create: "To create it, use `@@ set file` with its content.",
+        no_path: "the edit names no file. Put `@@ file PATH` before the edits.",
+        ..BLOCK_WORDS
+    };
+    const CHUNK: KindWords = KindWords {
+        already_has: "its new lines",
+        noop: "changes nothing",
+        create: "To create it, use `*** Add File:`; to delete a file, it must exist.",
+        not_found: (
+            "the chunk's context and `-` lines were not found in ",
+            " (after its `@@` line, if it has one).",
+        ),
+        not_found_fix: HUNK.not_found_fix,
+        ambiguous: (
+            "the chunk (or its `@@` line) matches",
+            ". Nothing was guessed. Add an `@@` line naming the class or function it is in, or more context lines.",
+        ),
+        ..BLOCK_WORDS
+    };
+    const WHOLE: KindWords = KindWords {
+        noun: "file",
+        already_has: "this content",
+        noop: "changes nothing",
+        create: "",
+        ..BLOCK_WORDS
+    };
+    const REMOVE: KindWords = KindWords {
+        noun: "delete",
+        already_has: "nothing",
+        noop: "changes nothing",
+        create: "",
+        ..BLOCK_WORDS
+    };
+    match kind {
+        EditKind::Block => &BLOCK_WORDS,
+        EditKind::Hunk => &HUNK,
+        EditKind::Anchor => &ANCHOR,
+        EditKind::Chunk => &CHUNK,
+        EditKind::Whole => &WHOLE,
+        EditKind::Remove => &REMOVE,
+    }
+}
 
 /// 1-based, human line range: `line 4` or `lines 4-9`.
 pub fn lines(r: &Range<usize>) -> String {
@@ -61,7 +173,7 @@ fn list_or(items: &[String]) -> String {
 }
 
 /// `line 12, column 5` for each issue (1-based), at most five.
-fn syntax_places(issues: &[crate::report::SyntaxIssue]) -> String {
+fn syntax_places(issues: &[SyntaxIssue]) -> String {
     let mut places: Vec<String> = issues
         .iter()
         .take(5)
@@ -201,22 +313,13 @@ fn candidate_ranges(cands: &[Candidate]) -> Vec<String> {
 
 /// The words for one failed edit (several lines, each indented by two spaces after the first).
 pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditKind) -> String {
-    let hunk = kind == EditKind::Hunk;
+    let words = kind_words(kind);
     let mut out = String::new();
     match e {
         EditError::FileMissing => {
-            let how = match kind {
-                EditKind::Hunk => "To create it, send a diff from `--- /dev/null`.",
-                EditKind::Anchor => "To create it, use `@@ set file` with its content.",
-                EditKind::Chunk => {
-                    "To create it, use `*** Add File:`; to delete a file, it must exist."
-                }
-                EditKind::Whole | EditKind::Remove => "",
-                _ => "To create it, send its content with an empty SEARCH section.",
-            };
             let _ = write!(out, "{path} does not exist.");
-            if !how.is_empty() {
-                let _ = write!(out, " {how}");
+            if !words.create.is_empty() {
+                let _ = write!(out, " {}", words.create);
             }
         }
         EditError::Undecodable(d) => out.push_str(&decode_error(path, d)),
@@ -241,17 +344,8 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
             bounded,
             after_edit,
         } => {
-            let _ = match kind {
-                EditKind::Hunk => write!(
-                    out,
-                    "the hunk's old lines (context and `-` lines) were not found in {path}."
-                ),
-                EditKind::Chunk => write!(
-                    out,
-                    "the chunk's context and `-` lines were not found in {path} (after its `@@` line, if it has one)."
-                ),
-                _ => write!(out, "SEARCH text not found in {path}."),
-            };
+            let (before, after) = words.not_found;
+            let _ = write!(out, "{before}{path}{after}");
             if let Some(j) = after_edit {
                 let _ = write!(
                     out,
@@ -282,11 +376,7 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
                     if !others.is_empty() {
                         let _ = writeln!(out, "  Also similar: {}.", list(&others));
                     }
-                    out.push_str(if hunk || kind == EditKind::Chunk {
-                        "  Make the context and `-` lines match the file exactly and send the patch again."
-                    } else {
-                        "  Copy the lines to change exactly as they are in the file and send the edit again."
-                    });
+                    let _ = write!(out, "  {}", words.not_found_fix);
                 }
                 None => out.push_str(
                     "\n  No similar text was found. Read the file again and copy the lines to change exactly.",
@@ -304,22 +394,8 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
             };
             let at = list(&candidate_ranges(candidates));
             let n = candidates.len();
-            if hunk {
-                let _ = write!(
-                    out,
-                    "the hunk's old lines match {n} places in {path}{how}: lines {at}, and its line number does not single one out. Nothing was guessed. Add context lines so they are unique, or correct the hunk header's line numbers."
-                );
-            } else if kind == EditKind::Chunk {
-                let _ = write!(
-                    out,
-                    "the chunk (or its `@@` line) matches {n} places in {path}{how}: lines {at}. Nothing was guessed. Add an `@@` line naming the class or function it is in, or more context lines."
-                );
-            } else {
-                let _ = write!(
-                    out,
-                    "SEARCH matches {n} places in {path}{how}: lines {at}. Nothing was guessed. Add lines above or below so the text is unique (in a SEARCH/REPLACE block, `:start_line: N` after the SEARCH marker also picks one)."
-                );
-            }
+            let (what, advice) = words.ambiguous;
+            let _ = write!(out, "{what} {n} places in {path}{how}: lines {at}{advice}");
         }
         EditError::AmbiguousDivider { lines: dividers } => {
             let at: Vec<String> = dividers.iter().map(ToString::to_string).collect();
@@ -416,7 +492,7 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
                         out.push_str("\n    ...");
                     }
                     let l = doc.line(i);
-                    let _ = write!(out, "\n    {}:{}|{}", i + 1, crate::format::line_hash(l), l);
+                    let _ = write!(out, "\n    {}:{}|{}", i + 1, line_hash(l), l);
                     prev = Some(i);
                 }
             } else {
@@ -468,13 +544,7 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
                 "the hunk has no context lines and removes nothing, so only its line number says where it goes, and {path} is not the file the diff was made from. Add a few unchanged lines around the insertion (a diff with context) and send it again."
             );
         }
-        EditError::NoPath if kind == EditKind::Anchor => {
-            out.push_str("the edit names no file. Put `@@ file PATH` before the edits.");
-        }
-        EditError::NoPath if hunk => out
-            .push_str("the hunk names no file. Put `--- a/PATH` and `+++ b/PATH` lines before it."),
-        EditError::NoPath => out
-            .push_str("the edit names no file. Put the file's path on the line before the block."),
+        EditError::NoPath => out.push_str(words.no_path),
         EditError::AlreadyExists { path: existing } => {
             let _ = write!(
                 out,
@@ -499,13 +569,8 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
 
 fn edit_line(path: &str, e: &EditReport, doc: Option<&Document>) -> String {
     let n = e.index + 1;
-    let (noun, what) = match e.kind {
-        EditKind::Hunk => ("hunk", "the hunk's new lines"),
-        EditKind::Anchor | EditKind::Chunk => ("edit", "its new lines"),
-        EditKind::Whole => ("file", "this content"),
-        EditKind::Remove => ("delete", "nothing"),
-        _ => ("edit", "its REPLACE text"),
-    };
+    let words = kind_words(e.kind);
+    let (noun, what) = (words.noun, words.already_has);
     let mut line = match e.status {
         EditStatus::Applied if e.kind == EditKind::Remove => format!("{noun} {n}: {path} deleted"),
         EditStatus::Applied => {
@@ -531,10 +596,7 @@ fn edit_line(path: &str, e: &EditReport, doc: Option<&Document>) -> String {
                 "{noun} {n}: already applied: {path} already has {what}{at}. Nothing to do; do not send it again"
             )
         }
-        EditStatus::Noop if e.kind == EditKind::Block => {
-            format!("{noun} {n}: SEARCH and REPLACE are identical, so it changes nothing")
-        }
-        EditStatus::Noop => format!("{noun} {n}: changes nothing"),
+        EditStatus::Noop => format!("{noun} {n}: {}", words.noop),
         _ => match &e.error {
             Some(err) => format!("{noun} {n} failed: {}", edit_error(path, err, doc, e.kind)),
             None => format!("{noun} {n} failed"),
@@ -553,7 +615,7 @@ fn edit_line(path: &str, e: &EditReport, doc: Option<&Document>) -> String {
 }
 
 /// The words for what happens to a file as a whole, when edits do not say it.
-fn file_line(f: &crate::report::FileReport, writes: bool) -> Option<String> {
+fn file_line(f: &FileReport, writes: bool) -> Option<String> {
     let mode = f.mode.map(|m| format!(" (mode {m:o})")).unwrap_or_default();
     let (moved, deleted) = if writes {
         ("moved to", "deleted")
@@ -700,13 +762,18 @@ pub fn apply_message_outlined(
         let subjects = outline.finish(&text);
         return (text, subjects);
     }
-    // "hunk 2" for diffs, "edit 2" for everything else.
-    let noun = if !edits.is_empty() && edits.iter().all(|(_, e)| e.kind == EditKind::Hunk) {
-        "hunk"
-    } else {
-        "edit"
+    // "hunks 1 and 2" when every edit is a diff hunk, "edits" otherwise.
+    let nouns = edits.iter().map(|(_, e)| kind_words(e.kind).summary_noun);
+    let noun = match nouns.clone().next() {
+        Some(first) if nouns.clone().all(|n| n == first) => first,
+        _ => BLOCK_WORDS.summary_noun,
     };
-    let capital = if noun == "hunk" { "Hunk" } else { "Edit" };
+    let capital: String = noun
+        .chars()
+        .take(1)
+        .flat_map(char::to_uppercase)
+        .chain(noun.chars().skip(1))
+        .collect();
     let s = |n: usize| if n == 1 { "" } else { "s" };
     if partial {
         if ok.is_empty() {
@@ -809,4 +876,17 @@ pub fn parse_error(e: &ParseError, format: Option<&str>) -> String {
         ),
         ParseError::Unrecognised => "The input is not in any edit format lancet knows. Expected one of: SEARCH/REPLACE blocks (`<<<<<<< SEARCH` … `=======` … `>>>>>>> REPLACE`); a unified diff (`--- a/file`, `+++ b/file`, `@@ … @@` hunks); hashline directives (`@@ file PATH`, `@@ replace 12:ZPM`); an apply_patch envelope (`*** Begin Patch` … `*** End Patch`); a whole file (its path, then its content in a ``` fence); or a tool call's JSON arguments. Use --format to name the format.".to_owned(),
     }
+}
+
+/// The report as `lancet apply --json` prints it (DESIGN.md's contract): the
+/// data of `report`, with every warning and error in the words above.
+pub fn json_report(report: &ApplyReport) -> ReportJson {
+    ReportJson::new(report, |path, e| {
+        let warnings = e.warnings.iter().map(warning).collect();
+        let error = e
+            .error
+            .as_ref()
+            .map(|err| edit_error(path, err, None, e.kind));
+        (warnings, error)
+    })
 }

@@ -4,7 +4,8 @@
 //! Kept in the library (hidden from the docs) so the `fuzz/` targets stay
 //! one-liners and the same checks run under proptest in `cargo test`.
 
-use crate::format::{EditFormat, SearchReplace};
+use crate::apply::resolve_file;
+use crate::format::{DiffOptions, ResolveContext, render_unified};
 use crate::matcher::{Tier, locate};
 use crate::{Document, MatchOptions};
 
@@ -15,10 +16,11 @@ pub fn search_replace_parse(data: &[u8]) {
         return;
     };
     let (input, file) = text.split_once('\u{0}').unwrap_or((text, "a\nb\n"));
-    if let Ok(patch) = SearchReplace.parse(input) {
+    // The text parser itself: `Format::parse` would take a JSON object for a tool call.
+    if let Ok(patch) = (crate::format::search_replace::DEF.parse)(input, DiffOptions::default()) {
         let doc = Document::from_text(file);
         let opts = MatchOptions::default();
-        let ctx = crate::ResolveContext::new(&opts);
+        let ctx = ResolveContext::new(&opts);
         for op in patch.ops() {
             let _ = op.resolve(&doc, &ctx);
         }
@@ -70,9 +72,9 @@ pub fn udiff_parse(data: &[u8]) {
         .unwrap_or((text, "a\nb\nctx\nold\n"));
     let doc = Document::from_text(file);
     let opts = MatchOptions::default();
-    let ctx = crate::ResolveContext::new(&opts);
+    let ctx = ResolveContext::new(&opts);
     for reverse in [false, true] {
-        let diff = crate::DiffOptions {
+        let diff = DiffOptions {
             strip: None,
             reverse,
         };
@@ -81,7 +83,7 @@ pub fn udiff_parse(data: &[u8]) {
             let mut reports: Vec<crate::EditReport> = (0..ops.len())
                 .map(|i| crate::EditReport::new(i, 0))
                 .collect();
-            let out = crate::resolve_file(&doc, &ops, &ctx, false, &mut reports);
+            let out = resolve_file(&doc, &ops, &ctx, false, &mut reports);
             assert_eq!(Document::from_text(out.text()).to_bytes(), out.to_bytes());
         }
     }
@@ -105,7 +107,7 @@ pub fn udiff_round_trip(data: &[u8]) {
     {
         return;
     }
-    let diff = crate::render_unified(Some("f"), Some("f"), before, after, 3);
+    let diff = render_unified(Some("f"), Some("f"), before, after, 3);
     let patch = match crate::Format::UnifiedDiff.parse(&diff) {
         Ok(p) => p,
         Err(e) => panic!("rendered diff does not parse ({e}):\n{diff}"),
@@ -115,8 +117,8 @@ pub fn udiff_round_trip(data: &[u8]) {
         .map(|i| crate::EditReport::new(i, 0))
         .collect();
     let opts = MatchOptions::default();
-    let ctx = crate::ResolveContext::new(&opts);
-    let out = crate::resolve_file(
+    let ctx = ResolveContext::new(&opts);
+    let out = resolve_file(
         &Document::from_text(before),
         &ops,
         &ctx,
@@ -141,7 +143,7 @@ pub fn anchor_and_patch_parse(data: &[u8]) {
         .unwrap_or((text, "def f():\n    x = 1\nctx\nold\n"));
     let doc = Document::from_text(file);
     let opts = MatchOptions::default();
-    let ctx = crate::ResolveContext::new(&opts);
+    let ctx = ResolveContext::new(&opts);
     for format in [crate::Format::Hashline, crate::Format::ApplyPatch] {
         if let Ok(patch) = format.parse(input) {
             for op in patch.ops() {

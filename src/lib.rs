@@ -8,18 +8,31 @@
 //!                      ambiguity = error)
 //! ```
 //!
+//! The crate root holds what an embedder needs: [`Format`] to parse model
+//! output into a [`Patch`], [`plan`] and [`Plan::commit`] to apply it in a
+//! [`Workspace`] (all files or none), [`apply_text`] to apply it to one
+//! file's content in memory, [`ApplyOptions`], and the report types
+//! ([`ApplyReport`], whose `--json` shape is [`ReportJson`]). The layers
+//! below are public modules for those who need them:
+//!
 //! - [`Document`] keeps a file's bytes faithful (line endings per line, BOM,
 //!   final newline); untouched lines are never re-encoded.
-//! - The [matcher](locate) finds text through one cascade — exact →
-//!   whitespace → indentation → Unicode → fuzzy — reports the tier it used,
-//!   and refuses ambiguity.
-//! - [`splice`](mod@splice) keeps the file's bytes on every line the edit does not change.
-//! - [`TextEdit`] is sorted and disjoint by construction.
-//! - [`Format`] / [`EditFormat`] parse model output and resolve it.
-//! - [`feedback`] is the only place that turns outcomes into words.
-//! - [`Workspace`] confines paths to a root and writes all files or none.
+//! - [`matcher`] finds text through one cascade — exact → whitespace →
+//!   indentation → Unicode → fuzzy — reports the tier it used, and refuses
+//!   ambiguity.
+//! - [`splice`] keeps the file's bytes on every line the edit does not change.
+//! - [`edit`]'s `TextEdit` is sorted and disjoint by construction.
+//! - [`report`] is outcomes as data; [`feedback`] is the only place that
+//!   turns them into words.
+//! - [`format`](mod@format) defines each format in one place (its module's definition:
+//!   parse, tool-call parse, render, view, instructions) and resolves its edits.
+//! - [`apply`] plans and commits; the workspace confines paths to a root and
+//!   writes all files or none.
 //!
-//! A minimal use:
+//! Imports run one way, in that order (a test enforces it): text → matcher →
+//! splice/edit → report → feedback → format → apply.
+//!
+//! Applying a model's reply to a file in a directory:
 //!
 //! ```
 //! use lancet::{ApplyOptions, Format, Workspace, plan};
@@ -35,40 +48,44 @@
 //! assert_eq!(std::fs::read_to_string(dir.join("app.py")).unwrap(), "def f():\n    return 2\n");
 //! # std::fs::remove_dir_all(&dir).unwrap();
 //! ```
+//!
+//! Or to a file's content in memory (an editor buffer), in any format:
+//!
+//! ```
+//! use lancet::{ApplyOptions, Format, apply_text};
+//!
+//! let diff = "--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n";
+//! let out = apply_text(Format::UnifiedDiff, diff, "app.py", "def f():\n    return 1\n", &ApplyOptions::default())?;
+//! assert_eq!(out.text.as_deref(), Some("def f():\n    return 2\n"));
+//! # Ok::<(), lancet::ParseError>(())
+//! ```
 
 #![deny(missing_docs)]
 
 #[cfg(feature = "agent")]
 pub mod agent;
-mod apply;
-mod edit;
+pub mod apply;
+pub mod edit;
 pub mod feedback;
-mod format;
+pub mod format;
 #[doc(hidden)]
 pub mod invariants;
-mod matcher;
-mod report;
+pub mod matcher;
+pub mod report;
 pub mod splice;
 #[cfg(feature = "syntax")]
 mod syntax;
 mod text;
 mod workspace;
 
-pub use apply::{ApplyOptions, Plan, hash_of, plan, resolve_file};
-pub use edit::{Conflict, Replacement, TextEdit, TextEditBuilder};
-pub use format::{
-    Action, Anchor, AnchorEdit, AnchorOp, ApplyPatch, Block, Chunk, DiffOptions, EditFormat,
-    EditOp, FileChange, Format, Hashline, Hunk, HunkLine, ParseError, Patch, Resolution,
-    ResolveContext, SearchReplace, Split, UnifiedDiff, Whole, WholeFile, line_hash, render_unified,
-};
-pub use matcher::{
-    Candidate, Match, MatchError, MatchOptions, Tier, locate, locate_all, pick_by_hint,
-};
+pub use apply::{ApplyOptions, Plan, TextOutcome, apply_text, plan};
+pub use format::{DiffOptions, Format, Patch};
+pub use matcher::{MatchOptions, Tier};
 pub use report::{
-    ApplyReport, EditError, EditKind, EditReport, EditStatus, FileReport, FileStatus, PathProblem,
-    SyntaxIssue, SyntaxPolicy, Warning,
+    ApplyReport, EditError, EditKind, EditReport, EditStatus, FileReport, FileStatus, ParseError,
+    PathProblem, ReportJson, SyntaxIssue, SyntaxPolicy, Warning,
 };
-pub use text::{DecodeError, Document, Eol};
+pub use text::{DecodeError, Document, Eol, line_hash};
 pub use workspace::{
     Change, CommitReceipt, FileState, UndoReceipt, Workspace, WorkspaceError, content_hash,
 };

@@ -148,6 +148,30 @@ pub struct Candidate {
     pub similarity: f64,
 }
 
+impl From<&Match> for Candidate {
+    /// The place a match was found, as a candidate to report.
+    fn from(m: &Match) -> Candidate {
+        Candidate {
+            range: m.range.clone(),
+            similarity: m.similarity,
+        }
+    }
+}
+
+impl Match {
+    /// Lines `range`, taken as they are: each line stands for itself (an
+    /// anchor located them, or the edit covers them whole).
+    pub(crate) fn at(range: Range<usize>, tier: Tier) -> Match {
+        Match {
+            alignment: range.clone().map(Some).collect(),
+            range,
+            tier,
+            similarity: 1.0,
+            by_hint: false,
+        }
+    }
+}
+
 /// Why the cascade found no single place.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -235,13 +259,7 @@ fn decide(mut found: Vec<Match>, hint: Option<usize>) -> Result<Match, MatchErro
             return Ok(m);
         }
     }
-    let mut candidates: Vec<Candidate> = found
-        .iter()
-        .map(|m| Candidate {
-            range: m.range.clone(),
-            similarity: m.similarity,
-        })
-        .collect();
+    let mut candidates: Vec<Candidate> = found.iter().map(Candidate::from).collect();
     candidates.sort_by_key(|c| c.range.start);
     Err(MatchError::Ambiguous { tier, candidates })
 }

@@ -1,9 +1,17 @@
 //! Outcomes as data: what happened to each edit and each file of one apply.
 //!
-//! These types are the engine's answer and the shape of `lancet apply --json`
-//! (see DESIGN.md's contract). They hold positions, tiers, candidates and
-//! error enums — never prose; the words for a model or a person come from
-//! [`feedback`](crate::feedback) alone.
+//! These types are the engine's answer: per edit its status, tier, lines,
+//! warnings and error; per file what happens to it; why input could not be
+//! parsed ([`ParseError`]); and [`ReportJson`], the one serialisable shape of
+//! `lancet apply --json` (DESIGN.md's contract), which the CLI, the agent's
+//! events and the malformed-input report all print.
+//!
+//! Owns: outcomes as data — positions, tiers, candidates and error enums,
+//! never prose. Does not own: words. The words for a model or a person come
+//! from [`feedback`](crate::feedback) alone, which reads these types; this
+//! module never calls it (the JSON shape takes its words as arguments).
+//! Layering: it sits above the text model and the matcher (whose `Tier` and
+//! `Candidate` it reports) and below everything that produces or words outcomes.
 
 use std::ops::Range;
 
@@ -504,119 +512,320 @@ impl ApplyReport {
     }
 }
 
-fn lines_json(r: &Range<usize>) -> serde_json::Value {
-    // 1-based, inclusive, as people and models count lines; an insertion
-    // point (empty range) shows the line it goes before.
-    let start = r.start + 1;
-    let end = r.end.max(r.start + 1);
-    serde_json::json!([start, end])
+/// Why model text could not be parsed. Positions are 1-based input lines.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseError {
+    /// A block was opened and never closed.
+    #[error("line {line}: block opened here is never closed")]
+    Unterminated {
+        /// Line of the opening marker.
+        line: usize,
+    },
+    /// A block has no divider between its two halves.
+    #[error("line {line}: block has no divider")]
+    MissingDivider {
+        /// Line of the opening marker.
+        line: usize,
+    },
+    /// A divider or closing marker appeared outside a block.
+    #[error("line {line}: marker outside a block")]
+    StrayMarker {
+        /// Line of the marker.
+        line: usize,
+    },
+    /// The input holds no edit this format recognises.
+    #[error("no edits found")]
+    NoEdits,
+    /// The tool-call arguments are not what the format's schema asks for.
+    #[error("bad tool arguments: {field}")]
+    BadArguments {
+        /// The field at fault (`path`, `old_string`, …) or `json` when it is not an object.
+        field: String,
+        /// What was expected of it.
+        expected: &'static str,
+    },
+    /// A hunk header whose line numbers cannot be read.
+    #[error("line {line}: bad hunk header")]
+    BadHunkHeader {
+        /// Line of the header.
+        line: usize,
+    },
+    /// A line inside a hunk that is none of ` `, `-`, `+`, `\`.
+    #[error("line {line}: not a hunk line")]
+    BadHunkLine {
+        /// The line.
+        line: usize,
+    },
+    /// A hunk with no body.
+    #[error("line {line}: empty hunk")]
+    EmptyHunk {
+        /// Line of the header.
+        line: usize,
+    },
+    /// A binary patch (lancet edits text).
+    #[error("line {line}: binary patch")]
+    BinaryPatch {
+        /// Line where it starts.
+        line: usize,
+    },
+    /// A hashline directive (`@@ replace …`) whose anchors cannot be read.
+    #[error("line {line}: bad directive")]
+    BadDirective {
+        /// Line of the directive.
+        line: usize,
+    },
+    /// A hashline payload line that does not start with `+`.
+    #[error("line {line}: payload line without +")]
+    BadPayloadLine {
+        /// The line.
+        line: usize,
+    },
+    /// A fence opened and never closed (the output was cut off).
+    #[error("line {line}: unclosed fence")]
+    UnclosedFence {
+        /// The line of the opening fence.
+        line: usize,
+    },
+    /// A line inside an apply_patch section that is none of ` `, `-`, `+`, `@@`, `***`.
+    #[error("line {line}: not a patch line")]
+    BadPatchLine {
+        /// The line.
+        line: usize,
+    },
+    /// Something the format has but lancet does not do.
+    #[error("line {line}: {what} are not supported")]
+    Unsupported {
+        /// Line where it appears.
+        line: usize,
+        /// What it is.
+        what: &'static str,
+    },
+    /// `--format auto` could not tell which format the input is.
+    #[error("unrecognised input")]
+    Unrecognised,
 }
 
-impl FileStatus {
-    /// The contract's name for the status.
-    pub fn name(self) -> &'static str {
-        match self {
-            FileStatus::Modified => "modified",
-            FileStatus::Created => "created",
-            FileStatus::Deleted => "deleted",
-            FileStatus::Renamed => "renamed",
-            FileStatus::Unchanged => "unchanged",
-            FileStatus::Failed => "failed",
-        }
-    }
+// ------------------------------------------------------------------ the `--json` shape
+
+/// `lancet apply --json`'s object, DESIGN.md's contract: an [`ApplyReport`] as
+/// a program reads it. Lines are 1-based and inclusive, similarities rounded
+/// to three decimals, warnings and errors in words. The words are passed in
+/// ([`ReportJson::new`]); [`feedback::json_report`](crate::feedback::json_report)
+/// is the one caller that has them, so this module stays data.
+///
+/// The field order is the contract's: serialised with `serde_json`'s
+/// `preserve_order`, the text is stable for scripts that diff it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ReportJson {
+    /// Every edit is satisfied.
+    pub ok: bool,
+    /// Files were written.
+    pub written: bool,
+    /// Per file, in the order the input first names them.
+    pub files: Vec<FileJson>,
+    /// The same text a model would be shown.
+    pub message: String,
+    /// The unified diff of what would change (`--dry-run --json`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
 }
 
-impl EditStatus {
-    /// The contract's name for the status.
-    pub fn name(self) -> &'static str {
-        match self {
-            EditStatus::Applied => "applied",
-            EditStatus::AlreadyApplied => "already_applied",
-            EditStatus::Noop => "noop",
-            EditStatus::NotFound => "not_found",
-            EditStatus::Ambiguous => "ambiguous",
-            EditStatus::Stale => "stale",
-            EditStatus::Conflict => "conflict",
-            EditStatus::SyntaxError => "syntax_error",
-            EditStatus::Invalid => "invalid",
-        }
-    }
+/// One file of a [`ReportJson`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct FileJson {
+    /// The path as the input named it.
+    pub path: String,
+    /// The new path, for a rename.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_path: Option<String>,
+    /// What happens to the file.
+    pub status: FileStatus,
+    /// The file's new mode, in octal (`"755"`), when it changes.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "octal")]
+    pub mode: Option<u32>,
+    /// Its edits, in input order.
+    pub edits: Vec<EditJson>,
 }
 
-impl ApplyReport {
-    /// The report as `lancet apply --json` prints it (the CLI contract's shape).
-    pub fn to_json(&self) -> serde_json::Value {
-        use serde_json::json;
-        let files: Vec<serde_json::Value> = self
+/// One edit of a [`FileJson`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct EditJson {
+    /// 0-based index of the edit in the input.
+    pub index: usize,
+    /// What happened.
+    pub status: EditStatus,
+    /// The tier that located it.
+    pub tier: Option<Tier>,
+    /// Similarity of the located text, to three decimals.
+    pub similarity: Option<f64>,
+    /// 1-based first and last line it touches (an insertion: the line it goes before).
+    pub lines: Option<[usize; 2]>,
+    /// What the engine did on the model's behalf, in words.
+    pub warnings: Vec<String>,
+    /// Syntax errors the edit introduced, refused or written anyway.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub syntax: Vec<SyntaxJson>,
+    /// Why it failed, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The places a failed edit nearly matched, or matched more than once.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<CandidateJson>,
+}
+
+/// A syntax error in an [`EditJson`]: 1-based line and column.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct SyntaxJson {
+    /// 1-based line in the new text.
+    pub line: usize,
+    /// 1-based byte column.
+    pub column: usize,
+    /// The parser's node kind (`ERROR`, `MISSING x`).
+    pub kind: String,
+}
+
+/// A candidate place in an [`EditJson`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct CandidateJson {
+    /// 1-based first and last line.
+    pub lines: [usize; 2],
+    /// Similarity, to three decimals.
+    pub similarity: f64,
+}
+
+impl ReportJson {
+    /// The shape of `report`, with each edit's words from `words(path, edit)`:
+    /// its warnings and, when it failed, its error.
+    pub fn new(
+        report: &ApplyReport,
+        mut words: impl FnMut(&str, &EditReport) -> (Vec<String>, Option<String>),
+    ) -> ReportJson {
+        let files = report
             .files
             .iter()
-            .map(|f| {
-                let edits: Vec<serde_json::Value> = f
+            .map(|f| FileJson {
+                path: f.path.clone(),
+                new_path: f.new_path.clone(),
+                status: f.status,
+                mode: f.mode,
+                edits: f
                     .edits
                     .iter()
                     .map(|e| {
-                        let warnings: Vec<String> =
-                            e.warnings.iter().map(crate::feedback::warning).collect();
-                        let mut v = json!({
-                            "index": e.index,
-                            "status": e.status.name(),
-                            "tier": e.tier.map(Tier::name),
-                            "similarity": e.similarity.map(|s| (s * 1000.0).round() / 1000.0),
-                            "lines": e.lines.as_ref().map(lines_json),
-                            "warnings": warnings,
-                        });
-                        // New syntax errors, refused or written anyway: 1-based line and column.
-                        let syntax: Vec<&SyntaxIssue> = e
-                            .error
-                            .iter()
-                            .filter_map(|err| match err {
-                                EditError::Syntax { issues } => Some(issues.iter()),
-                                _ => None,
-                            })
-                            .flatten()
-                            .chain(e.warnings.iter().filter_map(|w| match w {
-                                Warning::SyntaxBroken { issues } => Some(issues.iter()),
-                                _ => None,
-                            }).flatten())
-                            .collect();
-                        if !syntax.is_empty() {
-                            v["syntax"] = json!(syntax
-                                .iter()
-                                .map(|i| json!({"line": i.line + 1, "column": i.column + 1, "kind": i.kind}))
-                                .collect::<Vec<_>>());
-                        }
-                        if let Some(err) = &e.error {
-                            v["error"] =
-                                json!(crate::feedback::edit_error(&f.path, err, None, e.kind));
-                            let cands: Vec<serde_json::Value> = err
-                                .candidates()
-                                .iter()
-                                .map(|c| {
-                                    json!({
-                                        "lines": lines_json(&c.range),
-                                        "similarity": (c.similarity * 1000.0).round() / 1000.0,
-                                    })
-                                })
-                                .collect();
-                            if !cands.is_empty() {
-                                v["candidates"] = json!(cands);
-                            }
-                        }
-                        v
+                        let (warnings, error) = words(&f.path, e);
+                        EditJson::new(e, warnings, error)
                     })
-                    .collect();
-                let mut v = json!({"path": f.path});
-                if let Some(p) = &f.new_path {
-                    v["new_path"] = json!(p);
-                }
-                v["status"] = json!(f.status.name());
-                if let Some(m) = f.mode {
-                    v["mode"] = json!(format!("{m:o}"));
-                }
-                v["edits"] = json!(edits);
-                v
+                    .collect(),
             })
             .collect();
-        json!({"ok": self.ok, "written": self.written, "files": files, "message": self.message})
+        ReportJson {
+            ok: report.ok,
+            written: report.written,
+            files,
+            message: report.message.clone(),
+            diff: None,
+        }
+    }
+
+    /// The report for input that could not be parsed: nothing applied, nothing
+    /// written, and `message` saying why.
+    pub fn malformed(message: String) -> ReportJson {
+        ReportJson {
+            ok: false,
+            written: false,
+            files: Vec::new(),
+            message,
+            diff: None,
+        }
+    }
+
+    /// The report with the dry run's unified diff.
+    pub fn with_diff(mut self, diff: String) -> ReportJson {
+        self.diff = Some(diff);
+        self
+    }
+
+    /// As a JSON value (for a stream of events that embeds it).
+    pub fn to_value(&self) -> serde_json::Value {
+        // Strings, numbers, lists and string-keyed objects always serialise.
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Display for ReportJson {
+    /// The report on one line, as `lancet apply --json` prints it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.to_value())
+    }
+}
+
+impl EditJson {
+    fn new(e: &EditReport, warnings: Vec<String>, error: Option<String>) -> EditJson {
+        // New syntax errors, refused (the error) or written anyway (a warning).
+        let refused = e.error.iter().filter_map(|err| match err {
+            EditError::Syntax { issues } => Some(issues),
+            _ => None,
+        });
+        let written = e.warnings.iter().filter_map(|w| match w {
+            Warning::SyntaxBroken { issues } => Some(issues),
+            _ => None,
+        });
+        let syntax = refused
+            .chain(written)
+            .flatten()
+            .map(|i| SyntaxJson {
+                line: i.line + 1,
+                column: i.column + 1,
+                kind: i.kind.clone(),
+            })
+            .collect();
+        let candidates = e
+            .error
+            .as_ref()
+            .map(|err| {
+                err.candidates()
+                    .iter()
+                    .map(|c| CandidateJson {
+                        lines: one_based(&c.range),
+                        similarity: thousandths(c.similarity),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        EditJson {
+            index: e.index,
+            status: e.status,
+            tier: e.tier,
+            similarity: e.similarity.map(thousandths),
+            lines: e.lines.as_ref().map(one_based),
+            warnings,
+            syntax,
+            error,
+            candidates,
+        }
+    }
+}
+
+/// 1-based, inclusive, as people and models count lines; an insertion point
+/// (empty range) shows the line it goes before.
+fn one_based(r: &Range<usize>) -> [usize; 2] {
+    [r.start + 1, r.end.max(r.start + 1)]
+}
+
+fn thousandths(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// A mode as `git` writes it: octal digits.
+fn octal<S: serde::Serializer>(mode: &Option<u32>, s: S) -> Result<S::Ok, S::Error> {
+    match mode {
+        Some(m) => s.serialize_str(&format!("{m:o}")),
+        None => s.serialize_none(),
     }
 }

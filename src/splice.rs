@@ -206,13 +206,26 @@ impl Reindent {
     }
 }
 
-/// A replacement of document lines, before it joins a [`TextEdit`](crate::TextEdit).
+/// A replacement of document lines, before it joins a [`TextEdit`](crate::edit::TextEdit).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Piece {
     /// 0-based, half-open range of document lines.
     pub range: Range<usize>,
     /// The lines that replace them.
     pub lines: Vec<String>,
+}
+
+impl Piece {
+    /// Whether it changes `doc`: a piece that rewrites lines to themselves
+    /// (a tolerant match of lines the edit keeps) is no change at all.
+    pub(crate) fn changes(&self, doc: &Document) -> bool {
+        self.range.len() != self.lines.len()
+            || self
+                .range
+                .clone()
+                .zip(&self.lines)
+                .any(|(i, l)| doc.line(i) != l)
+    }
 }
 
 /// Turns `ops` over a matched needle into minimal replacements of document lines.

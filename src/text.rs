@@ -6,9 +6,12 @@
 //! that record, so writing a document back gives the identical bytes.
 //!
 //! Owns: decoding (refusing binary and non-UTF-8 input with the offset that
-//! gave it away), the line table, and applying a [`TextEdit`](crate::TextEdit)
-//! to produce a new document. Does not own: locating text (the matcher) or
-//! deciding what to change (the formats).
+//! gave it away), the line table, rewriting line ranges into a new document
+//! (what applying a [`TextEdit`](crate::edit::TextEdit) comes down to), and
+//! [`line_hash`], the short hash of a line's content that hashline anchors
+//! and the feedback show. Does not own: locating text (the matcher), deciding
+//! what to change (the formats), or the edit type itself (`edit`, one layer
+//! up: this module imports nothing of the crate, so everything may use it).
 //!
 //! Invariant: bytes of lines an edit does not touch are copied, never
 //! re-encoded; inserted lines take the ending of their neighbours. The final
@@ -18,7 +21,7 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use crate::edit::TextEdit;
+use xxhash_rust::xxh3::xxh3_64;
 
 /// The UTF-8 byte-order mark.
 const BOM: &str = "\u{feff}";
@@ -280,7 +283,7 @@ impl Document {
             let mut by_hash: Vec<(u64, u32)> = self
                 .lines()
                 .enumerate()
-                .map(|(i, line)| (xxhash_rust::xxh3::xxh3_64(line.as_bytes()), i as u32))
+                .map(|(i, line)| (xxh3_64(line.as_bytes()), i as u32))
                 .collect();
             by_hash.sort_unstable();
             LineIndex { by_hash }
@@ -308,27 +311,35 @@ impl Document {
         start..end.max(start)
     }
 
-    /// Applies an edit, giving the new document. Untouched lines keep their bytes.
-    pub fn apply(&self, edit: &TextEdit) -> Document {
-        let dominant = self.dominant_or(edit.default_eol().unwrap_or(Eol::Lf));
-        let mut out = String::with_capacity(self.text.len() + edit.inserted_len());
+    /// The new document with line ranges replaced: the primitive behind
+    /// `Document::apply` (which lives with the edit type, in `edit`, so that
+    /// this module needs nothing above it). `replacements` come sorted and
+    /// disjoint; `inserted` sizes the buffer. Untouched lines keep their bytes.
+    pub(crate) fn rewrite<'a>(
+        &self,
+        replacements: impl IntoIterator<Item = (Range<usize>, &'a [String])>,
+        final_newline_wanted: Option<bool>,
+        default_eol: Option<Eol>,
+        inserted: usize,
+    ) -> Document {
+        let dominant = self.dominant_or(default_eol.unwrap_or(Eol::Lf));
+        let mut out = String::with_capacity(self.text.len() + inserted);
         let mut cursor = 0usize; // next line of `self` not yet copied
         let n = self.lines.len();
         let mut final_newline = self.has_final_newline();
-        for rep in edit.replacements() {
-            let range = rep.range();
+        for (range, lines) in replacements {
             out.push_str(&self.text[self.byte_range(cursor..range.start)]);
-            let eols = self.endings_for(range.clone(), rep.lines().len(), dominant);
+            let eols = self.endings_for(range.clone(), lines.len(), dominant);
             // An insertion after a last line that lacks an ending gives it one.
             if range.start == n
                 && range.is_empty()
                 && n > 0
-                && !rep.lines().is_empty()
+                && !lines.is_empty()
                 && self.lines[n - 1].eol == Eol::None
             {
                 out.push_str(dominant.as_str());
             }
-            for (line, eol) in rep.lines().iter().zip(eols) {
+            for (line, eol) in lines.iter().zip(eols) {
                 out.push_str(line);
                 out.push_str(eol.as_str());
             }
@@ -337,10 +348,10 @@ impl Document {
             cursor = range.end;
         }
         out.push_str(&self.text[self.byte_range(cursor..n)]);
-        if let Some(wanted) = edit.final_newline() {
+        if let Some(wanted) = final_newline_wanted {
             final_newline = wanted;
         }
-        if n == 0 && edit.final_newline().is_none() {
+        if n == 0 && final_newline_wanted.is_none() {
             // A new file built from lines: end it with a newline, like every editor.
             final_newline = true;
         }
@@ -380,6 +391,21 @@ impl Document {
             })
             .collect()
     }
+}
+
+/// Letters of a [`line_hash`], chosen not to look like hex digits or common
+/// code (as oh-my-pi's v2 hashline).
+const HASH_ALPHABET: &[u8; 16] = b"ZPMQVRWSNKTXJBYH";
+
+/// The 3-letter hash of a line (its content without ending or trailing
+/// whitespace): hashline's anchors (`12:ZPM`) and the views and feedback that
+/// show them. 4,096 values: collisions are expected, so a hash only proves the
+/// model saw the line's content, never where the line is.
+pub fn line_hash(line: &str) -> String {
+    let h = xxh3_64(line.trim_end().as_bytes());
+    (0..3)
+        .map(|k| HASH_ALPHABET[((h >> (k * 4)) & 0xF) as usize] as char)
+        .collect()
 }
 
 /// Makes `text` end with a newline (of kind `eol`) or not, touching only its end.
@@ -425,6 +451,14 @@ fn line_table(text: &str) -> Vec<LineSpan> {
 mod tests {
     use super::*;
     use crate::edit::TextEditBuilder;
+
+    #[test]
+    fn hash_is_three_letters_of_the_alphabet() {
+        let h = line_hash("    return x  ");
+        assert_eq!(h.len(), 3);
+        assert_eq!(h, line_hash("    return x"));
+        assert!(h.bytes().all(|b| HASH_ALPHABET.contains(&b)));
+    }
 
     fn edit(doc: &Document, range: Range<usize>, lines: &[&str]) -> Document {
         let mut b = TextEditBuilder::new();

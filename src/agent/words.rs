@@ -286,81 +286,20 @@ fn read_description(c: &ToolsConfig) -> String {
     )
 }
 
+/// The edit tool of `format`: its description and argument schema come with
+/// the format's definition, from `edit-formats/<format>.tool.json` (reviewed
+/// next to the format's prompt, and snapshot-tested below with the rest).
 fn edit_spec(format: Format) -> (String, Value) {
-    let path = json!({"type": "string", "description": "File path relative to the project root."});
-    match format {
-        Format::Hashline => (
-            "Edit a file you have read, by the LINE:HASH anchors read shows (e.g. `12:ZPM`). `edits` is a list of operations: `replace` lines `start` through `end` (end defaults to start) with `lines`; `delete` lines `start` through `end`; `insert_after` or `insert_before` the line `anchor` the `lines`; `set_file` (the whole content is `lines`); `delete_file`. `lines` are the new lines without any prefix. Every anchor refers to the file as you read it; the edits apply together, all or none.".to_owned(),
-            json!({
-                "type": "object",
-                "properties": {
-                    "path": path,
-                    "edits": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "op": {"type": "string", "enum": ["replace", "delete", "insert_after", "insert_before", "set_file", "delete_file"]},
-                                "start": {"type": "string", "description": "First line's anchor (replace, delete)."},
-                                "end": {"type": "string", "description": "Last line's anchor (replace, delete; default: start)."},
-                                "anchor": {"type": "string", "description": "The line to insert after or before."},
-                                "lines": {"type": "array", "items": {"type": "string"}, "description": "The new lines."},
-                            },
-                            "required": ["op"],
-                        },
-                    },
-                },
-                "required": ["path", "edits"],
-            }),
-        ),
-        Format::UnifiedDiff => (
-            "Change files you have read with a unified diff, as `diff -u` or `git diff` write it: `--- a/PATH` and `+++ b/PATH`, then hunks `@@ -START,COUNT +START,COUNT @@` of context lines (starting with a space), removed lines (`-`) and added lines (`+`). Context and removed lines must match the file. One diff may hold several files and hunks; they apply together, all or none. A new file: `--- /dev/null`.".to_owned(),
-            json!({
-                "type": "object",
-                "properties": {"diff": {"type": "string", "description": "The unified diff."}},
-                "required": ["diff"],
-            }),
-        ),
-        Format::ApplyPatch => (
-            "Change files with a patch: `*** Begin Patch`, then per file `*** Update File: PATH` with `@@` sections of context lines (a space), removed lines (`-`) and added lines (`+`); `*** Add File: PATH` with `+` lines; `*** Delete File: PATH`; `*** Move to: PATH` after an update header; then `*** End Patch`. Files you update must have been read. Everything applies together, all or none.".to_owned(),
-            json!({
-                "type": "object",
-                "properties": {"input": {"type": "string", "description": "The whole patch, from *** Begin Patch to *** End Patch."}},
-                "required": ["input"],
-            }),
-        ),
-        Format::Whole => (
-            "Replace a file you have read with `content`, its complete new text (every line, nothing elided: no `...` or \"rest unchanged\"). Also creates a file.".to_owned(),
-            json!({
-                "type": "object",
-                "properties": {
-                    "path": path,
-                    "content": {"type": "string", "description": "The complete new file."},
-                },
-                "required": ["path", "content"],
-            }),
-        ),
-        // Search/replace, and any format added later until it has its own words.
-        _ => {
-            let pair = json!({
-                "old_string": {"type": "string", "description": "The exact text to replace, as the file has it (indentation included; no line-number prefixes)."},
-                "new_string": {"type": "string", "description": "The text to put in its place."},
-                "replace_all": {"type": "boolean", "description": "Replace every occurrence (default: old_string must be unique)."},
-                "expected_replacements": {"type": "integer", "minimum": 1, "description": "How many occurrences there must be."},
-            });
-            let mut properties = pair.clone();
-            properties["path"] = path;
-            properties["edits"] = json!({
-                "type": "array",
-                "description": "Several replacements in this file, applied together (instead of old_string/new_string).",
-                "items": {"type": "object", "properties": pair, "required": ["old_string", "new_string"]},
-            });
-            (
-                "Replace text in a file you have read: `old_string` must match the file exactly (indentation included, without the line-number prefixes read shows) and be unique unless `replace_all` is set — include a few surrounding lines to make it unique. `new_string` takes its place. For several changes to one file in one call, give `edits`, a list of {old_string, new_string}; they apply together, all or none. An empty old_string with a new path creates the file.".to_owned(),
-                json!({"type": "object", "properties": properties, "required": ["path"]}),
-            )
-        }
+    #[derive(serde::Deserialize)]
+    struct EditTool {
+        description: String,
+        parameters: Value,
     }
+    // Every format's file is parsed by `tool_specs` below, so the empty
+    // fallback is never what a model sees.
+    serde_json::from_str::<EditTool>(format.tool_spec())
+        .map(|t| (t.description, t.parameters))
+        .unwrap_or_default()
 }
 
 pub(crate) fn unknown_tool(name: &str, tools: &[&str]) -> String {

@@ -2,7 +2,9 @@
 //! `*** Add File:`, `*** Update File:` (with `*** Move to:`) and `*** Delete
 //! File:` sections; updates are chunks of ` `/`-`/`+` lines, each optionally
 //! opened by `@@ anchor` lines that narrow where it applies. The spec is
-//! `edit-formats/apply-patch.md`.
+//! `edit-formats/apply-patch.md`; the format's definition (`DEF`) is at the
+//! top of this module. Chunk bodies are unified-diff lines ([`HunkLine`]),
+//! read with the diff's own helpers.
 //!
 //! Better than the original where its users asked: context lines keep the
 //! file's bytes after a tolerant match; a chunk of only `+` lines after an
@@ -15,22 +17,36 @@
 
 use std::ops::Range;
 
+use serde::Deserialize;
 use serde_json::Value;
 
-use super::udiff::{HunkLine, removed_lines_hold};
+use super::tool_args::{Arg, bad, fields};
+use super::udiff::{HunkLine, ops_of, removed_lines_hold};
 use super::{
-    Action, EditFormat, EditOp, FileChange, ParseError, Patch, Resolution, ResolveContext,
+    Action, EditOp, FileChange, FormatDef, FormatEdit, Patch, Removal, Resolution, ResolveContext,
 };
 use crate::matcher::{
     self, Candidate, Match, MatchError, MatchOptions, Tier, indent_width, split_indent,
 };
-use crate::report::{EditError, EditStatus, Warning};
-use crate::splice::{self, Op, Piece};
+use crate::report::{EditError, EditKind, EditStatus, ParseError, Warning};
+use crate::splice::{self, Piece};
 use crate::text::Document;
 
-/// The apply_patch format.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ApplyPatch;
+/// The apply_patch format's definition.
+pub(crate) static DEF: FormatDef = FormatDef {
+    name: "apply-patch",
+    summary: "Codex-style *** Begin Patch envelopes: add, update (with @@ anchors), move and delete files",
+    instructions: include_str!("../../edit-formats/apply-patch.prompt.md"),
+    tool: include_str!("../../edit-formats/apply-patch.tool.json"),
+    detect: looks_like,
+    detect_last: false,
+    detect_tool_call: is_tool_call,
+    tool_call_rank: 2,
+    parse: |input, _| parse_text(input),
+    parse_tool_call: |args, _| parse_tool_call(args),
+    render,
+    view: super::numbered_view,
+};
 
 /// One chunk of an `*** Update File:` section (or the body of an `*** Add File:`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -207,7 +223,7 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
             });
         } else if let Some(path) = header(line, "*** Delete File:") {
             changes.push(FileChange {
-                action: Action::Remove(EditOp::RemoveFile { source_line: at }),
+                action: Action::Remove(EditOp::RemoveFile(Removal { source_line: at })),
                 ..FileChange::edit(Some(path.to_owned()), Vec::new())
             });
             i += 1;
@@ -343,23 +359,6 @@ fn block_after(doc: &Document, at: usize) -> Range<usize> {
         end += 1;
     }
     at + 1..end
-}
-
-/// The old side and the ops of a chunk's body.
-fn ops_of(lines: &[HunkLine]) -> (Vec<&str>, Vec<Op>) {
-    let mut old = Vec::new();
-    let mut ops = Vec::new();
-    for l in lines {
-        match l {
-            HunkLine::Context(t) => {
-                ops.push(Op::Keep(old.len()));
-                old.push(t.as_str());
-            }
-            HunkLine::Remove(t) => old.push(t.as_str()),
-            HunkLine::Add(t) => ops.push(Op::Add(t.clone())),
-        }
-    }
-    (old, ops)
 }
 
 /// The scope's lines as a document of their own, for the matcher; matches are
@@ -549,10 +548,7 @@ fn resolve_chunk(
             // A chunk never deletes a line it misquotes (as unified diffs).
             if !removed_lines_hold(doc, &c.lines, &m) {
                 return Err(EditError::NotFound {
-                    nearest: vec![Candidate {
-                        range: m.range,
-                        similarity: m.similarity,
-                    }],
+                    nearest: vec![Candidate::from(&m)],
                     bounded: false,
                     after_edit: None,
                 });
@@ -586,13 +582,7 @@ fn resolve_chunk(
                 _ => {
                     return Err(EditError::Ambiguous {
                         tier: found[0].tier,
-                        candidates: found
-                            .iter()
-                            .map(|m| Candidate {
-                                range: m.range.clone(),
-                                similarity: m.similarity,
-                            })
-                            .collect(),
+                        candidates: found.iter().map(Candidate::from).collect(),
                     });
                 }
             }
@@ -600,25 +590,13 @@ fn resolve_chunk(
         _ => {
             return Err(EditError::Ambiguous {
                 tier: found[0].tier,
-                candidates: found
-                    .iter()
-                    .map(|m| Candidate {
-                        range: m.range.clone(),
-                        similarity: m.similarity,
-                    })
-                    .collect(),
+                candidates: found.iter().map(Candidate::from).collect(),
             });
         }
     };
     let pieces = splice::splice(doc, &old, &m, &ops);
     let mut r = Resolution::status(EditStatus::Applied);
-    r.pieces = pieces
-        .into_iter()
-        .filter(|p| {
-            p.range.len() != p.lines.len()
-                || p.range.clone().zip(&p.lines).any(|(i, l)| doc.line(i) != l)
-        })
-        .collect();
+    r.pieces = pieces.into_iter().filter(|p| p.changes(doc)).collect();
     if r.pieces.is_empty() {
         r.status = EditStatus::AlreadyApplied;
     }
@@ -661,49 +639,44 @@ fn render(path: &str, before: &str, after: &str) -> String {
     out
 }
 
-impl EditFormat for ApplyPatch {
-    type Op = Chunk;
-
-    fn name(&self) -> &'static str {
-        "apply-patch"
+impl FormatEdit for Chunk {
+    fn kind(&self) -> EditKind {
+        EditKind::Chunk
     }
 
-    fn parse(&self, input: &str) -> Result<Patch, ParseError> {
-        parse_text(input)
+    fn source_line(&self) -> usize {
+        self.source_line
     }
 
-    fn parse_tool_call(&self, args: &Value) -> Result<Patch, ParseError> {
-        let text = args
-            .as_object()
-            .and_then(|o| ["input", "patch"].iter().find_map(|k| o.get(*k)))
-            .and_then(Value::as_str)
-            .ok_or(ParseError::BadArguments {
-                field: "input".into(),
-                expected: "a string holding the patch",
-            })?;
-        parse_text(text)
+    fn resolve(&self, doc: &Document, ctx: &ResolveContext<'_>) -> Result<Resolution, EditError> {
+        resolve_chunk(self, doc, ctx)
     }
+}
 
-    fn resolve(
-        &self,
-        op: &Chunk,
-        doc: &Document,
-        ctx: &ResolveContext<'_>,
-    ) -> Result<Resolution, EditError> {
-        resolve_chunk(op, doc, ctx)
-    }
+// ------------------------------------------------------------------ tool calls
 
-    fn render(&self, path: &str, before: &str, after: &str) -> String {
-        render(path, before, after)
-    }
+/// The edit tool's arguments: the whole patch, under `input` (or `patch`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ToolArgs {
+    input: Arg<String>,
+    patch: Arg<String>,
+}
 
-    fn view(&self, doc: &Document, lines: Option<Range<usize>>) -> String {
-        super::numbered_view(doc, lines)
-    }
+/// Whether a JSON object is an apply_patch call: its `input` (or `patch`)
+/// text holds an envelope or a section header.
+fn is_tool_call(args: &Value) -> bool {
+    fields::<ToolArgs>(args).is_some_and(|a| {
+        let text = a.input.or(a.patch);
+        text.given().is_some_and(|t| looks_like(t).is_some())
+    })
+}
 
-    fn instructions(&self) -> &'static str {
-        include_str!("../../edit-formats/apply-patch.prompt.md")
-    }
+fn parse_tool_call(args: &Value) -> Result<Patch, ParseError> {
+    let expected = "a string holding the patch";
+    // Not an object at all is named as the patch's absence, as it always was.
+    let a: ToolArgs = fields(args).ok_or_else(|| bad("input", expected))?;
+    parse_text(&a.input.or(a.patch).required("input", expected)?)
 }
 
 #[cfg(test)]

@@ -1,5 +1,7 @@
 //! Hashline: the model sees every line as `LINE:HASH|content` and edits by
-//! anchor instead of retyping old text. The spec is `edit-formats/hashline.md`.
+//! anchor instead of retyping old text. The spec is `edit-formats/hashline.md`;
+//! the format's definition (`DEF`) is at the top of this module, and the hash
+//! itself is the text model's ([`line_hash`]).
 //!
 //! The hash is 3 letters from a 16-letter alphabet (4,096 values) over the
 //! line without its ending and trailing whitespace. Collisions are tolerated:
@@ -20,34 +22,37 @@
 
 use std::ops::Range;
 
+use serde::Deserialize;
 use serde_json::Value;
-use xxhash_rust::xxh3::xxh3_64;
 
+use super::tool_args::{Arg, Fields, bad, fields};
 use super::{
-    Action, EditFormat, EditOp, FileChange, ParseError, Patch, Resolution, ResolveContext,
+    Action, EditOp, FileChange, FormatDef, FormatEdit, Patch, Removal, Resolution, ResolveContext,
+    push_edit,
 };
-use crate::matcher::Tier;
-use crate::report::{EditError, EditStatus, Warning};
+use crate::matcher::{Match, Tier};
+use crate::report::{EditError, EditKind, EditStatus, ParseError, Warning};
 use crate::splice::{self, Piece};
-use crate::text::Document;
+use crate::text::{Document, line_hash};
 
-/// The hashline format.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Hashline;
-
-/// Letters chosen not to look like hex digits or common code (as oh-my-pi's v2).
-const ALPHABET: &[u8; 16] = b"ZPMQVRWSNKTXJBYH";
+/// The hashline format's definition.
+pub(crate) static DEF: FormatDef = FormatDef {
+    name: "hashline",
+    summary: "hashline anchors: the model sees LINE:HASH|code and edits lines by anchor",
+    instructions: include_str!("../../edit-formats/hashline.prompt.md"),
+    tool: include_str!("../../edit-formats/hashline.tool.json"),
+    detect: looks_like,
+    detect_last: false,
+    detect_tool_call: is_tool_call,
+    tool_call_rank: 1,
+    parse: |input, _| parse_text(input),
+    parse_tool_call: |args, _| parse_json(args),
+    render,
+    view,
+};
 
 /// How far (in lines, each way) an anchor is looked for when its line moved.
 pub(crate) const RELOCATION_WINDOW: usize = 20;
-
-/// The 3-letter hash of a line (its content without ending or trailing whitespace).
-pub fn line_hash(line: &str) -> String {
-    let h = xxh3_64(line.trim_end().as_bytes());
-    (0..3)
-        .map(|k| ALPHABET[((h >> (k * 4)) & 0xF) as usize] as char)
-        .collect()
-}
 
 /// A reference to a line: `40:ZPM`, optionally with the content echoed (`40:ZPM|code`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,6 +93,7 @@ impl Anchor {
 
 /// One hashline edit.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AnchorOp {
     /// Replace lines `start..=end` (an empty payload deletes them).
     Replace {
@@ -330,7 +336,7 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
             }
             Directive::DeleteFile => {
                 changes.push(FileChange {
-                    action: Action::Remove(EditOp::RemoveFile { source_line: at }),
+                    action: Action::Remove(EditOp::RemoveFile(Removal { source_line: at })),
                     ..FileChange::edit(path.clone(), Vec::new())
                 });
                 continue;
@@ -355,7 +361,7 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
             },
             Directive::SetFile => AnchorOp::SetFile { lines: payload },
         };
-        push(
+        push_edit(
             &mut changes,
             path.clone(),
             EditOp::Anchor(AnchorEdit {
@@ -373,79 +379,84 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
     })
 }
 
-fn push(changes: &mut Vec<FileChange>, path: Option<String>, op: EditOp) {
-    if let Some(last) = changes.last_mut() {
-        if let (true, Action::Edit(ops)) = (last.path == path, &mut last.action) {
-            ops.push(op);
-            return;
-        }
-    }
-    changes.push(FileChange::edit(path, vec![op]));
+/// The edit tool's arguments: `{path, edits: [{op, start, end, anchor, lines}]}`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ToolArgs {
+    path: Arg<String>,
+    file_path: Arg<String>,
+    edits: Arg<Vec<Arg<Fields<EditArgs>>>>,
+}
+
+/// One operation of the tool call.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct EditArgs {
+    op: Arg<String>,
+    start: Arg<String>,
+    end: Arg<String>,
+    anchor: Arg<String>,
+    lines: Arg<Option<Payload>>,
+    /// What some models call `lines`.
+    content: Arg<Option<Payload>>,
+}
+
+/// New lines: a list, or one text to split at its line breaks.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Payload {
+    Text(String),
+    Lines(Vec<String>),
+}
+
+const EDITS: &str = "an array of {op, …} objects";
+const OPS: &str = "one of replace, insert_after, insert_before, delete, set_file, delete_file";
+
+/// Whether a JSON object is a hashline call: its first `edits` item has an `op`.
+fn is_tool_call(args: &Value) -> bool {
+    fields::<ToolArgs>(args).is_some_and(|a| match &a.edits {
+        Arg::Given(items) => items
+            .first()
+            .and_then(Arg::given)
+            .is_some_and(|Fields(e)| e.op.is_given()),
+        _ => false,
+    })
 }
 
 fn parse_json(args: &Value) -> Result<Patch, ParseError> {
-    let bad = |field: &str, expected: &'static str| ParseError::BadArguments {
-        field: field.to_owned(),
-        expected,
-    };
-    let obj = args
-        .as_object()
-        .ok_or_else(|| bad("json", "a JSON object"))?;
-    let path = ["path", "file_path"]
-        .iter()
-        .find_map(|k| obj.get(*k))
-        .map(|v| {
-            v.as_str()
-                .map(str::to_owned)
-                .ok_or_else(|| bad("path", "a string"))
-        })
-        .transpose()?;
-    let edits = obj
-        .get("edits")
-        .and_then(Value::as_array)
-        .ok_or_else(|| bad("edits", "an array of {op, …} objects"))?;
+    let a: ToolArgs = fields(args).ok_or_else(|| bad("json", "a JSON object"))?;
+    let path = a.path.or(a.file_path).optional("path", "a string")?;
     let mut ops = Vec::new();
     let mut remove = false;
-    for e in edits {
-        let o = e
-            .as_object()
-            .ok_or_else(|| bad("edits", "an array of {op, …} objects"))?;
-        let op = o.get("op").and_then(Value::as_str).ok_or_else(|| {
-            bad(
-                "op",
-                "one of replace, insert_after, insert_before, delete, set_file, delete_file",
-            )
-        })?;
-        let anchor = |k: &str| -> Result<Anchor, ParseError> {
-            o.get(k)
-                .and_then(Value::as_str)
-                .and_then(Anchor::parse)
-                .ok_or_else(|| bad(k, "an anchor such as \"12:ZPM\""))
+    for item in a.edits.required("edits", EDITS)? {
+        let Fields(e) = item.required("edits", EDITS)?;
+        let anchor = |arg: &Arg<String>, field: &str| -> Result<Anchor, ParseError> {
+            arg.given()
+                .and_then(|s| Anchor::parse(s))
+                .ok_or_else(|| bad(field, "an anchor such as \"12:ZPM\""))
         };
+        // `lines` when given (even as null), else `content`.
+        let payload = e.lines.or(e.content);
         let lines = || -> Result<Vec<String>, ParseError> {
-            match o.get("lines").or_else(|| o.get("content")) {
-                None | Some(Value::Null) => Ok(Vec::new()),
-                Some(Value::String(s)) => Ok(split_payload(s)),
-                Some(Value::Array(a)) => a
-                    .iter()
-                    .map(|v| {
-                        v.as_str()
-                            .map(str::to_owned)
-                            .ok_or_else(|| bad("lines", "an array of strings"))
-                    })
-                    .collect(),
-                Some(_) => Err(bad("lines", "an array of strings")),
-            }
+            Ok(
+                match payload.optional("lines", "an array of strings")?.flatten() {
+                    None => Vec::new(),
+                    Some(Payload::Text(s)) => split_payload(&s),
+                    Some(Payload::Lines(lines)) => lines,
+                },
+            )
         };
-        let op = match op {
+        // The first line: `start`, or `anchor` when `start` is not a readable anchor.
+        let start = || anchor(&e.start, "start").or_else(|_| anchor(&e.anchor, "anchor"));
+        // A missing `end` is the start line; a malformed one is an error.
+        let end = |start: &Anchor| match &e.end {
+            Arg::Missing => Ok(start.clone()),
+            given => anchor(given, "end"),
+        };
+        let op = match e.op.required("op", OPS)?.as_str() {
             "replace" => {
-                let start = anchor("start").or_else(|_| anchor("anchor"))?;
-                // A missing `end` is the start line; a malformed one is an error.
-                let end = if o.contains_key("end") {
-                    anchor("end")?
-                } else {
-                    start.clone()
-                };
+                let start = start()?;
+                let end = end(&start)?;
                 AnchorOp::Replace {
                     start,
                     end,
@@ -453,13 +464,8 @@ fn parse_json(args: &Value) -> Result<Patch, ParseError> {
                 }
             }
             "delete" => {
-                let start = anchor("start").or_else(|_| anchor("anchor"))?;
-                // A missing `end` is the start line; a malformed one is an error.
-                let end = if o.contains_key("end") {
-                    anchor("end")?
-                } else {
-                    start.clone()
-                };
+                let start = start()?;
+                let end = end(&start)?;
                 AnchorOp::Replace {
                     start,
                     end,
@@ -467,11 +473,11 @@ fn parse_json(args: &Value) -> Result<Patch, ParseError> {
                 }
             }
             "insert_after" | "append" => AnchorOp::InsertAfter {
-                anchor: anchor("anchor")?,
+                anchor: anchor(&e.anchor, "anchor")?,
                 lines: lines()?,
             },
             "insert_before" | "prepend" => AnchorOp::InsertBefore {
-                anchor: anchor("anchor")?,
+                anchor: anchor(&e.anchor, "anchor")?,
                 lines: lines()?,
             },
             "set_file" => AnchorOp::SetFile { lines: lines()? },
@@ -479,12 +485,7 @@ fn parse_json(args: &Value) -> Result<Patch, ParseError> {
                 remove = true;
                 continue;
             }
-            _ => {
-                return Err(bad(
-                    "op",
-                    "one of replace, insert_after, insert_before, delete, set_file, delete_file",
-                ));
-            }
+            _ => return Err(bad("op", OPS)),
         };
         ops.push(EditOp::Anchor(AnchorEdit { op, source_line: 0 }));
     }
@@ -494,7 +495,7 @@ fn parse_json(args: &Value) -> Result<Patch, ParseError> {
     }
     if remove {
         changes.push(FileChange {
-            action: Action::Remove(EditOp::RemoveFile { source_line: 0 }),
+            action: Action::Remove(EditOp::RemoveFile(Removal { source_line: 0 })),
             ..FileChange::edit(path, Vec::new())
         });
     }
@@ -711,13 +712,7 @@ fn resolve_anchor_edit(
     }
     // Lines the edit keeps keep their bytes: diff the range against the payload.
     let old: Vec<&str> = range.clone().map(|i| doc.line(i)).collect();
-    let m = crate::matcher::Match {
-        range: range.clone(),
-        tier: Tier::Anchor,
-        similarity: 1.0,
-        alignment: range.clone().map(Some).collect(),
-        by_hint: false,
-    };
+    let m = Match::at(range.clone(), Tier::Anchor);
     let pieces: Vec<Piece> = if old.is_empty() {
         vec![Piece {
             range: range.clone(),
@@ -876,40 +871,21 @@ fn render(path: &str, before: &str, after: &str) -> String {
     out
 }
 
-impl EditFormat for Hashline {
-    type Op = AnchorEdit;
-
-    fn name(&self) -> &'static str {
-        "hashline"
+impl FormatEdit for AnchorEdit {
+    fn kind(&self) -> EditKind {
+        EditKind::Anchor
     }
 
-    fn parse(&self, input: &str) -> Result<Patch, ParseError> {
-        parse_text(input)
+    fn source_line(&self) -> usize {
+        self.source_line
     }
 
-    fn parse_tool_call(&self, args: &Value) -> Result<Patch, ParseError> {
-        parse_json(args)
+    fn can_create(&self) -> bool {
+        matches!(self.op, AnchorOp::SetFile { .. })
     }
 
-    fn resolve(
-        &self,
-        op: &AnchorEdit,
-        doc: &Document,
-        ctx: &ResolveContext<'_>,
-    ) -> Result<Resolution, EditError> {
-        resolve_anchor_edit(op, doc, ctx)
-    }
-
-    fn render(&self, path: &str, before: &str, after: &str) -> String {
-        render(path, before, after)
-    }
-
-    fn view(&self, doc: &Document, lines: Option<Range<usize>>) -> String {
-        view(doc, lines)
-    }
-
-    fn instructions(&self) -> &'static str {
-        include_str!("../../edit-formats/hashline.prompt.md")
+    fn resolve(&self, doc: &Document, ctx: &ResolveContext<'_>) -> Result<Resolution, EditError> {
+        resolve_anchor_edit(self, doc, ctx)
     }
 }
 
@@ -930,14 +906,6 @@ mod tests {
             }
         }
         Ok(doc.apply(&b.finish().map_err(|_| EditError::BlankSearch)?))
-    }
-
-    #[test]
-    fn hash_is_three_letters_of_the_alphabet() {
-        let h = line_hash("    return x  ");
-        assert_eq!(h.len(), 3);
-        assert_eq!(h, line_hash("    return x"));
-        assert!(h.bytes().all(|b| ALPHABET.contains(&b)));
     }
 
     #[test]

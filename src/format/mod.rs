@@ -1,126 +1,229 @@
-//! Edit formats: how a model writes a change, behind one trait.
+//! Edit formats: how a model writes a change. Each format is defined in one
+//! place — its module's `FormatDef` — and everything else reads that.
 //!
-//! A format parses model text (or tool-call JSON arguments) into a [`Patch`]:
-//! per file, either format-specific edits ([`EditOp`]) or a whole-file action
-//! (create, delete). Resolving an edit against a [`Document`] goes through the
-//! matcher cascade and [`splice`](crate::splice) and yields a [`Resolution`]:
-//! line replacements plus what the report should say.
+//! A format parses model text (or a tool call's JSON arguments) into a
+//! [`Patch`]: per file, either format-specific edits ([`EditOp`]) or a
+//! whole-file action (create, delete). Resolving an edit against a
+//! [`Document`] goes through the matcher cascade and
+//! [`splice`](crate::splice) and yields a [`Resolution`]: line replacements
+//! plus what the report should say. A format also renders a change in its
+//! own syntax (prompts, round-trip tests, the benchmark's simulated models),
+//! shows a file the way a model working in it should see it, and supplies
+//! the model-facing words kept under `edit-formats/`.
 //!
-//! Parsing never touches files; resolving is a pure function of the edit and
-//! the document. The closed [`Format`] enum is the runtime choice; adding a
-//! format means a new variant, a module, and its files under `edit-formats/`.
+//! Owns: parsing, resolving, rendering and viewing, per format, and the
+//! dispatch from the closed [`Format`] enum (the runtime choice) to the
+//! definitions, in one `match` (`Format::def`); and from [`EditOp`] to the
+//! edit types, in another (`EditOp::edit`). Does not own: reading or
+//! writing files (`apply` and the workspace), or words about outcomes
+//! (feedback).
+//!
+//! Invariant: parsing never touches files; resolving is a pure function of
+//! the edit, the document and the [`ResolveContext`].
+//!
+//! # Adding a format
+//!
+//! One module, one definition, its documents and its fixtures; the compiler
+//! and the layout test name anything else.
+//!
+//! 1. `src/format/<name>.rs`: the parser (text, and tool-call arguments into
+//!    a `#[derive(Deserialize)]` struct of `tool_args::Arg` fields), the
+//!    edit type with its `FormatEdit` implementation (its kind, where it came
+//!    from, how it resolves), the renderer, and `pub(crate) static DEF:
+//!    FormatDef` holding all of it. Share what exists: `push_edit`,
+//!    `udiff::ops_of` for ` `/`-`/`+` lines, `Candidate::from(&Match)`,
+//!    `numbered_view`.
+//! 2. A [`Format`] variant, its arm in `Format::def`, and its place in
+//!    [`Format::ALL`]; an [`EditOp`] variant for the edit type and its arm in
+//!    `EditOp::edit`. The two matches are exhaustive, so the compiler points
+//!    at both. A new [`crate::EditKind`] only if the feedback's words
+//!    differ from an existing kind's; then its entry in feedback's
+//!    `kind_words` (exhaustive too).
+//! 3. `edit-formats/<doc>.md` (the spec), `<doc>.prompt.md` (what the model
+//!    is told, `FormatDef::instructions`) and `<doc>.tool.json` (the
+//!    agent's edit tool: description and JSON schema, `FormatDef::tool`).
+//! 4. `tests/fixtures/<doc>/{ok,err}/NNN_name/` cases. The layout test
+//!    (`tests/integration/layout.rs`) fails until 3 and 4 exist for every
+//!    format in [`Format::ALL`], and until every prompt under `edit-formats/`
+//!    belongs to one.
+//! 5. A round-trip property in `tests/integration/props.rs` (render → parse →
+//!    apply gives the target) and a fuzz target (`fuzz/`).
+//! 6. Prose that lists every format by hand, which no compiler checks: the
+//!    unrecognised-input message in feedback's `parse_error` (its snapshot
+//!    shows the change), `lancet run`'s unknown-format message
+//!    (`src/bin/lancet/run.rs`), and the format lists in README.md and DESIGN.md.
+//!
+//! Everything else follows from the definition: `--format` and `lancet
+//! formats` (the CLI reads [`Format::ALL`]), detection, the agent's edit
+//! tool and its prompt, `lancet view`.
 
 pub(crate) mod apply_patch;
 pub(crate) mod hashline;
 pub(crate) mod search_replace;
+pub(crate) mod tool_args;
 pub(crate) mod udiff;
 pub(crate) mod whole;
 
 use std::ops::Range;
 
+use serde_json::Value;
+
 use crate::matcher::{MatchOptions, Tier};
-use crate::report::{EditError, EditStatus, Warning};
+use crate::report::{EditError, EditKind, EditStatus, ParseError, Warning};
 use crate::splice::Piece;
 use crate::text::Document;
 
-pub use apply_patch::{ApplyPatch, Chunk};
-pub use hashline::{Anchor, AnchorEdit, AnchorOp, Hashline, line_hash};
-pub use search_replace::{Block, SearchReplace, Split};
-pub use udiff::{DiffOptions, Hunk, HunkLine, UnifiedDiff, render_unified};
-pub use whole::{Whole, WholeFile};
+pub use apply_patch::Chunk;
+pub use hashline::{Anchor, AnchorEdit, AnchorOp};
+pub use search_replace::{Block, Split};
+pub use udiff::{DiffOptions, Hunk, HunkLine, render_unified};
+pub use whole::WholeFile;
 
-/// Why model text could not be parsed. Positions are 1-based input lines.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+// ------------------------------------------------------------------ one definition per format
+
+/// Everything lancet knows about one format, in one place: each format module
+/// has exactly one, `DEF`, and [`Format::def`] is the only way to it.
+pub(crate) struct FormatDef {
+    /// Its command-line name (`--format`, `lancet formats`, `models.toml`).
+    pub(crate) name: &'static str,
+    /// One line on what it is (`lancet formats`).
+    pub(crate) summary: &'static str,
+    /// What a model is told about it: `edit-formats/<doc>.prompt.md`.
+    pub(crate) instructions: &'static str,
+    /// The agent's edit tool for it, as JSON text `{"description", "parameters"}`:
+    /// `edit-formats/<doc>.tool.json`.
+    pub(crate) tool: &'static str,
+    /// Where model text first looks like this format (0-based line), if anywhere.
+    pub(crate) detect: fn(&str) -> Option<usize>,
+    /// Detection takes this format only when no other fits (the least specific shape).
+    pub(crate) detect_last: bool,
+    /// Whether a JSON object is this format's tool-call arguments.
+    pub(crate) detect_tool_call: fn(&Value) -> bool,
+    /// When several formats claim a JSON object, the lowest rank wins: the
+    /// format whose keys say most (`old_string`) before the generic ones (`content`).
+    pub(crate) tool_call_rank: u8,
+    /// Parses model text (the diff options concern only formats that read diffs).
+    pub(crate) parse: fn(&str, DiffOptions) -> Result<Patch, ParseError>,
+    /// Parses the edit tool's JSON arguments.
+    pub(crate) parse_tool_call: fn(&Value, DiffOptions) -> Result<Patch, ParseError>,
+    /// Writes the change from `before` to `after` of `path` in its own syntax.
+    pub(crate) render: fn(path: &str, before: &str, after: &str) -> String,
+    /// Shows a file (or `lines`, 0-based half-open) as a model working in it should see it.
+    pub(crate) view: fn(&Document, Option<Range<usize>>) -> String,
+}
+
+/// The formats lancet can apply, for choosing one at run time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum ParseError {
-    /// A block was opened and never closed.
-    #[error("line {line}: block opened here is never closed")]
-    Unterminated {
-        /// Line of the opening marker.
-        line: usize,
-    },
-    /// A block has no divider between its two halves.
-    #[error("line {line}: block has no divider")]
-    MissingDivider {
-        /// Line of the opening marker.
-        line: usize,
-    },
-    /// A divider or closing marker appeared outside a block.
-    #[error("line {line}: marker outside a block")]
-    StrayMarker {
-        /// Line of the marker.
-        line: usize,
-    },
-    /// The input holds no edit this format recognises.
-    #[error("no edits found")]
-    NoEdits,
-    /// The tool-call arguments are not what the format's schema asks for.
-    #[error("bad tool arguments: {field}")]
-    BadArguments {
-        /// The field at fault (`path`, `old_string`, …) or `json` when it is not an object.
-        field: String,
-        /// What was expected of it.
-        expected: &'static str,
-    },
-    /// A hunk header whose line numbers cannot be read.
-    #[error("line {line}: bad hunk header")]
-    BadHunkHeader {
-        /// Line of the header.
-        line: usize,
-    },
-    /// A line inside a hunk that is none of ` `, `-`, `+`, `\`.
-    #[error("line {line}: not a hunk line")]
-    BadHunkLine {
-        /// The line.
-        line: usize,
-    },
-    /// A hunk with no body.
-    #[error("line {line}: empty hunk")]
-    EmptyHunk {
-        /// Line of the header.
-        line: usize,
-    },
-    /// A binary patch (lancet edits text).
-    #[error("line {line}: binary patch")]
-    BinaryPatch {
-        /// Line where it starts.
-        line: usize,
-    },
-    /// A hashline directive (`@@ replace …`) whose anchors cannot be read.
-    #[error("line {line}: bad directive")]
-    BadDirective {
-        /// Line of the directive.
-        line: usize,
-    },
-    /// A hashline payload line that does not start with `+`.
-    #[error("line {line}: payload line without +")]
-    BadPayloadLine {
-        /// The line.
-        line: usize,
-    },
-    /// A fence opened and never closed (the output was cut off).
-    #[error("line {line}: unclosed fence")]
-    UnclosedFence {
-        /// The line of the opening fence.
-        line: usize,
-    },
-    /// A line inside an apply_patch section that is none of ` `, `-`, `+`, `@@`, `***`.
-    #[error("line {line}: not a patch line")]
-    BadPatchLine {
-        /// The line.
-        line: usize,
-    },
-    /// Something the format has but lancet does not do.
-    #[error("line {line}: {what} are not supported")]
-    Unsupported {
-        /// Line where it appears.
-        line: usize,
-        /// What it is.
-        what: &'static str,
-    },
-    /// `--format auto` could not tell which format the input is.
-    #[error("unrecognised input")]
-    Unrecognised,
+pub enum Format {
+    /// Aider-style SEARCH/REPLACE blocks (and the `{path, old_string, new_string}` tool call).
+    SearchReplace,
+    /// Unified diffs (`diff -u`, `git diff`).
+    UnifiedDiff,
+    /// Hashline anchors: `LINE:HASH` references instead of quoted text.
+    Hashline,
+    /// Codex-style `*** Begin Patch` envelopes.
+    ApplyPatch,
+    /// The whole new file, fenced, with its path.
+    Whole,
+}
+
+impl Format {
+    /// Every format, in the order `lancet formats` lists them.
+    pub const ALL: &'static [Format] = &[
+        Format::SearchReplace,
+        Format::UnifiedDiff,
+        Format::Hashline,
+        Format::ApplyPatch,
+        Format::Whole,
+    ];
+
+    /// The format's definition: the one place the enum meets the formats.
+    pub(crate) fn def(self) -> &'static FormatDef {
+        match self {
+            Format::SearchReplace => &search_replace::DEF,
+            Format::UnifiedDiff => &udiff::DEF,
+            Format::Hashline => &hashline::DEF,
+            Format::ApplyPatch => &apply_patch::DEF,
+            Format::Whole => &whole::DEF,
+        }
+    }
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        self.def().name
+    }
+
+    /// Looks a format up by its command-line name.
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL.iter().copied().find(|f| f.name() == name)
+    }
+
+    /// One line on what the format is.
+    pub fn summary(self) -> &'static str {
+        self.def().summary
+    }
+
+    /// The model-facing instructions (from `edit-formats/`).
+    pub fn instructions(self) -> &'static str {
+        self.def().instructions
+    }
+
+    /// The agent's edit tool in this format, as JSON text: `{"description":
+    /// …, "parameters": <JSON schema of the arguments>}` (from `edit-formats/`).
+    pub fn tool_spec(self) -> &'static str {
+        self.def().tool
+    }
+
+    /// Guesses the format of model output, or `None` when none fits. When
+    /// several fit, the one whose first marker comes first wins (a diff of a
+    /// file about SEARCH/REPLACE blocks is still a diff); a fenced file with a
+    /// path fits only when nothing else does. A JSON object is taken for tool-call
+    /// arguments, and the format whose keys it has is chosen.
+    pub fn detect(input: &str) -> Option<Format> {
+        if let Some(value) = json_object(input) {
+            return Format::ALL
+                .iter()
+                .filter(|f| (f.def().detect_tool_call)(&value))
+                .min_by_key(|f| f.def().tool_call_rank)
+                .copied();
+        }
+        Format::ALL
+            .iter()
+            .filter_map(|f| (f.def().detect)(input).map(|at| ((f.def().detect_last, at), *f)))
+            .min_by_key(|(key, _)| *key)
+            .map(|(_, f)| f)
+    }
+
+    /// Parses model text in this format.
+    pub fn parse(self, input: &str) -> Result<Patch, ParseError> {
+        self.parse_with(input, DiffOptions::default())
+    }
+
+    /// Parses model text in this format, with the diff options (`-p`, `-R`)
+    /// for formats they concern.
+    pub fn parse_with(self, input: &str, diff: DiffOptions) -> Result<Patch, ParseError> {
+        // A JSON object is the format's tool-call arguments, pasted as input.
+        match json_object(input) {
+            Some(value) => (self.def().parse_tool_call)(&value, diff),
+            None => (self.def().parse)(input, diff),
+        }
+    }
+
+    /// Parses tool-call arguments in this format.
+    pub fn parse_tool_call(self, args: &Value) -> Result<Patch, ParseError> {
+        (self.def().parse_tool_call)(args, DiffOptions::default())
+    }
+
+    /// Writes the change from `before` to `after` of `path` in this format's syntax.
+    pub fn render(self, path: &str, before: &str, after: &str) -> String {
+        (self.def().render)(path, before, after)
+    }
+
+    /// Shows a file (or `lines`, 0-based half-open) as this format presents it to a model.
+    pub fn view(self, doc: &Document, lines: Option<Range<usize>>) -> String {
+        (self.def().view)(doc, lines)
+    }
 }
 
 /// What one file should undergo.
@@ -218,44 +321,77 @@ pub enum EditOp {
     /// A whole file's new content.
     Whole(WholeFile),
     /// Delete the file (hashline `delete file`, apply_patch `*** Delete File:`).
-    RemoveFile {
-        /// 1-based input line of the request (0 for JSON).
-        source_line: usize,
-    },
+    RemoveFile(Removal),
+}
+
+/// A request to delete a file, whatever it holds: the engine deletes it, and
+/// this edit stands for the deletion in the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Removal {
+    /// 1-based input line of the request (0 for JSON).
+    pub source_line: usize,
+}
+
+/// What the engine asks of one format's edit type ([`Block`], [`Hunk`], …):
+/// implemented once per format, next to the type, and reached through
+/// [`EditOp::edit`].
+pub(crate) trait FormatEdit {
+    /// What sort of edit it is (it decides the words of the report).
+    fn kind(&self) -> EditKind;
+
+    /// 1-based input line the edit starts on (0 when it came from JSON).
+    fn source_line(&self) -> usize;
+
+    /// Whether applying it to a missing file creates the file.
+    fn can_create(&self) -> bool {
+        false
+    }
+
+    /// Locates the edit in `doc` through the cascade.
+    fn resolve(&self, doc: &Document, ctx: &ResolveContext<'_>) -> Result<Resolution, EditError>;
+}
+
+impl FormatEdit for Removal {
+    fn kind(&self) -> EditKind {
+        EditKind::Remove
+    }
+
+    fn source_line(&self) -> usize {
+        self.source_line
+    }
+
+    fn resolve(&self, _: &Document, _: &ResolveContext<'_>) -> Result<Resolution, EditError> {
+        // The engine deletes the file; the edit only carries the report.
+        Ok(Resolution::status(EditStatus::Applied))
+    }
 }
 
 impl EditOp {
+    /// The format's edit inside: the one place the enum meets the edit types.
+    fn edit(&self) -> &dyn FormatEdit {
+        match self {
+            EditOp::SearchReplace(b) => b,
+            EditOp::Hunk(h) => h,
+            EditOp::Anchor(a) => a,
+            EditOp::Chunk(c) => c,
+            EditOp::Whole(w) => w,
+            EditOp::RemoveFile(r) => r,
+        }
+    }
+
     /// 1-based input line the edit starts on (0 when it came from JSON).
     pub fn source_line(&self) -> usize {
-        match self {
-            EditOp::SearchReplace(b) => b.source_line,
-            EditOp::Hunk(h) => h.source_line,
-            EditOp::Anchor(a) => a.source_line,
-            EditOp::Chunk(c) => c.source_line,
-            EditOp::Whole(w) => w.source_line,
-            EditOp::RemoveFile { source_line } => *source_line,
-        }
+        self.edit().source_line()
     }
 
     /// Whether applying this edit to a missing file creates the file.
     pub fn can_create(&self) -> bool {
-        match self {
-            EditOp::SearchReplace(_) | EditOp::Whole(_) => true,
-            EditOp::Anchor(a) => matches!(a.op, AnchorOp::SetFile { .. }),
-            EditOp::Hunk(_) | EditOp::Chunk(_) | EditOp::RemoveFile { .. } => false,
-        }
+        self.edit().can_create()
     }
 
     /// What sort of edit it is.
-    pub fn kind(&self) -> crate::report::EditKind {
-        match self {
-            EditOp::SearchReplace(_) => crate::report::EditKind::Block,
-            EditOp::Hunk(_) => crate::report::EditKind::Hunk,
-            EditOp::Anchor(_) => crate::report::EditKind::Anchor,
-            EditOp::Chunk(_) => crate::report::EditKind::Chunk,
-            EditOp::Whole(_) => crate::report::EditKind::Whole,
-            EditOp::RemoveFile { .. } => crate::report::EditKind::Remove,
-        }
+    pub fn kind(&self) -> EditKind {
+        self.edit().kind()
     }
 
     /// Resolves the edit against a document, through its format.
@@ -264,15 +400,7 @@ impl EditOp {
         doc: &Document,
         ctx: &ResolveContext<'_>,
     ) -> Result<Resolution, EditError> {
-        match self {
-            EditOp::SearchReplace(b) => SearchReplace.resolve(b, doc, ctx),
-            EditOp::Hunk(h) => UnifiedDiff.resolve(h, doc, ctx),
-            EditOp::Anchor(a) => Hashline.resolve(a, doc, ctx),
-            EditOp::Chunk(c) => ApplyPatch.resolve(c, doc, ctx),
-            EditOp::Whole(w) => Whole.resolve(w, doc, ctx),
-            // The engine deletes the file; the op only carries the report.
-            EditOp::RemoveFile { .. } => Ok(Resolution::status(EditStatus::Applied)),
-        }
+        self.edit().resolve(doc, ctx)
     }
 }
 
@@ -311,7 +439,7 @@ impl<'a> ResolveContext<'a> {
     }
 }
 
-/// A located edit, ready to join the file's [`TextEdit`](crate::TextEdit).
+/// A located edit, ready to join the file's [`TextEdit`](crate::edit::TextEdit).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resolution {
     /// Applied, already applied, or noop.
@@ -350,190 +478,16 @@ impl Resolution {
     }
 }
 
-/// The contract every edit format fulfils.
-pub trait EditFormat {
-    /// The format's own edit type.
-    type Op;
-
-    /// The format's name on the command line (`search-replace`, …).
-    fn name(&self) -> &'static str;
-
-    /// Parses model-written text. Prose around the edits is ignored.
-    fn parse(&self, input: &str) -> Result<Patch, ParseError>;
-
-    /// Parses the JSON arguments of the format's edit tool.
-    fn parse_tool_call(&self, args: &serde_json::Value) -> Result<Patch, ParseError>;
-
-    /// Locates one edit in `doc` through the cascade.
-    fn resolve(
-        &self,
-        op: &Self::Op,
-        doc: &Document,
-        ctx: &ResolveContext<'_>,
-    ) -> Result<Resolution, EditError>;
-
-    /// Writes the change from `before` to `after` of `path` in this format's syntax.
-    fn render(&self, path: &str, before: &str, after: &str) -> String;
-
-    /// Shows a file (or `lines`, 0-based half-open) the way a model working in this format should see it.
-    fn view(&self, doc: &Document, lines: Option<Range<usize>>) -> String;
-
-    /// The model-facing instructions (from `edit-formats/`).
-    fn instructions(&self) -> &'static str;
-}
-
-/// The formats lancet can apply, for choosing one at run time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Format {
-    /// Aider-style SEARCH/REPLACE blocks (and the `{path, old_string, new_string}` tool call).
-    SearchReplace,
-    /// Unified diffs (`diff -u`, `git diff`).
-    UnifiedDiff,
-    /// Hashline anchors: `LINE:HASH` references instead of quoted text.
-    Hashline,
-    /// Codex-style `*** Begin Patch` envelopes.
-    ApplyPatch,
-    /// The whole new file, fenced, with its path.
-    Whole,
-}
-
-impl Format {
-    /// Every format, in the order `lancet formats` lists them.
-    pub const ALL: &'static [Format] = &[
-        Format::SearchReplace,
-        Format::UnifiedDiff,
-        Format::Hashline,
-        Format::ApplyPatch,
-        Format::Whole,
-    ];
-
-    /// The command-line name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::SearchReplace => SearchReplace.name(),
-            Format::UnifiedDiff => UnifiedDiff.name(),
-            Format::Hashline => Hashline.name(),
-            Format::ApplyPatch => ApplyPatch.name(),
-            Format::Whole => Whole.name(),
+/// Appends an edit to a patch's changes, merging it into the last change when
+/// that edits the same file (consecutive blocks naming one file are one change).
+pub(crate) fn push_edit(changes: &mut Vec<FileChange>, path: Option<String>, op: EditOp) {
+    if let Some(last) = changes.last_mut() {
+        if let (true, Action::Edit(ops)) = (last.path == path, &mut last.action) {
+            ops.push(op);
+            return;
         }
     }
-
-    /// Looks a format up by its command-line name.
-    pub fn from_name(name: &str) -> Option<Format> {
-        Format::ALL.iter().copied().find(|f| f.name() == name)
-    }
-
-    /// One line on what the format is.
-    pub fn summary(self) -> &'static str {
-        match self {
-            Format::SearchReplace => {
-                "SEARCH/REPLACE blocks: the model quotes the lines to change and writes their replacement"
-            }
-            Format::UnifiedDiff => {
-                "unified diffs (diff -u, git diff): hunks of context, removed and added lines"
-            }
-            Format::Hashline => {
-                "hashline anchors: the model sees LINE:HASH|code and edits lines by anchor"
-            }
-            Format::ApplyPatch => {
-                "Codex-style *** Begin Patch envelopes: add, update (with @@ anchors), move and delete files"
-            }
-            Format::Whole => {
-                "whole files: the model writes the complete new content, fenced, with its path"
-            }
-        }
-    }
-
-    /// Guesses the format of model output, or `None` when none fits. When
-    /// several fit, the one whose first marker comes first wins (a diff of a
-    /// file about SEARCH/REPLACE blocks is still a diff).
-    pub fn detect(input: &str) -> Option<Format> {
-        if let Some(value) = json_object(input) {
-            return tool_call_format(&value);
-        }
-        let found = [
-            (search_replace::looks_like(input), Format::SearchReplace),
-            (udiff::looks_like(input), Format::UnifiedDiff),
-            (hashline::looks_like(input), Format::Hashline),
-            (apply_patch::looks_like(input), Format::ApplyPatch),
-        ];
-        found
-            .iter()
-            .filter_map(|(at, f)| at.map(|at| (at, *f)))
-            .min_by_key(|(at, _)| *at)
-            .map(|(_, f)| f)
-            // A fenced file with a path is the least specific shape: only when nothing else fits.
-            .or_else(|| whole::looks_like(input).map(|_| Format::Whole))
-    }
-
-    /// Parses model text in this format.
-    pub fn parse(self, input: &str) -> Result<Patch, ParseError> {
-        self.parse_with(input, DiffOptions::default())
-    }
-
-    /// Parses model text in this format, with the diff options (`-p`, `-R`)
-    /// for formats they concern.
-    pub fn parse_with(self, input: &str, diff: DiffOptions) -> Result<Patch, ParseError> {
-        // A JSON object is the format's tool-call arguments, pasted as input.
-        if let Some(value) = json_object(input) {
-            return match (self, diff.reverse || diff.strip.is_some()) {
-                (Format::UnifiedDiff, true) => udiff::parse_tool_call_with(&value, diff),
-                _ => self.parse_tool_call(&value),
-            };
-        }
-        match self {
-            Format::SearchReplace => SearchReplace.parse(input),
-            Format::UnifiedDiff => udiff::parse_diff(input, diff),
-            Format::Hashline => Hashline.parse(input),
-            Format::ApplyPatch => ApplyPatch.parse(input),
-            Format::Whole => Whole.parse(input),
-        }
-    }
-
-    /// Parses tool-call arguments in this format.
-    pub fn parse_tool_call(self, args: &serde_json::Value) -> Result<Patch, ParseError> {
-        match self {
-            Format::SearchReplace => SearchReplace.parse_tool_call(args),
-            Format::UnifiedDiff => UnifiedDiff.parse_tool_call(args),
-            Format::Hashline => Hashline.parse_tool_call(args),
-            Format::ApplyPatch => ApplyPatch.parse_tool_call(args),
-            Format::Whole => Whole.parse_tool_call(args),
-        }
-    }
-
-    /// Renders a change in this format.
-    pub fn render(self, path: &str, before: &str, after: &str) -> String {
-        match self {
-            Format::SearchReplace => SearchReplace.render(path, before, after),
-            Format::UnifiedDiff => UnifiedDiff.render(path, before, after),
-            Format::Hashline => Hashline.render(path, before, after),
-            Format::ApplyPatch => ApplyPatch.render(path, before, after),
-            Format::Whole => Whole.render(path, before, after),
-        }
-    }
-
-    /// Shows a file as this format presents it.
-    pub fn view(self, doc: &Document, lines: Option<Range<usize>>) -> String {
-        match self {
-            Format::SearchReplace => SearchReplace.view(doc, lines),
-            Format::UnifiedDiff => UnifiedDiff.view(doc, lines),
-            Format::Hashline => Hashline.view(doc, lines),
-            Format::ApplyPatch => ApplyPatch.view(doc, lines),
-            Format::Whole => Whole.view(doc, lines),
-        }
-    }
-
-    /// The model-facing instructions.
-    pub fn instructions(self) -> &'static str {
-        match self {
-            Format::SearchReplace => SearchReplace.instructions(),
-            Format::UnifiedDiff => UnifiedDiff.instructions(),
-            Format::Hashline => Hashline.instructions(),
-            Format::ApplyPatch => ApplyPatch.instructions(),
-            Format::Whole => Whole.instructions(),
-        }
-    }
+    changes.push(FileChange::edit(path, vec![op]));
 }
 
 /// A JSON object as the whole input: a tool call's arguments pasted on the command line.
@@ -545,32 +499,6 @@ fn json_object(input: &str) -> Option<serde_json::Value> {
     serde_json::from_str::<serde_json::Value>(t)
         .ok()
         .filter(serde_json::Value::is_object)
-}
-
-/// Which format's tool call a JSON object is, by its keys.
-fn tool_call_format(v: &serde_json::Value) -> Option<Format> {
-    let has = |k: &str| v.get(k).is_some();
-    let first_edit = v
-        .get("edits")
-        .and_then(|e| e.as_array())
-        .and_then(|a| a.first());
-    let text = ["input", "patch"]
-        .iter()
-        .find_map(|k| v.get(*k))
-        .and_then(serde_json::Value::as_str);
-    if has("old_string") || first_edit.is_some_and(|e| e.get("old_string").is_some()) {
-        Some(Format::SearchReplace)
-    } else if first_edit.is_some_and(|e| e.get("op").is_some()) {
-        Some(Format::Hashline)
-    } else if text.is_some_and(|t| apply_patch::looks_like(t).is_some()) {
-        Some(Format::ApplyPatch)
-    } else if has("diff") || text.is_some() {
-        Some(Format::UnifiedDiff)
-    } else if has("content") {
-        Some(Format::Whole)
-    } else {
-        None
-    }
 }
 
 /// Lines of a numbered view: `N | text` or `N:text`-free plain numbering, as `lancet view` prints.

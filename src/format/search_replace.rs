@@ -1,5 +1,7 @@
 //! Search/replace: the model quotes the lines to change (SEARCH) and writes
-//! what they become (REPLACE). The spec is `edit-formats/search-replace.md`.
+//! what they become (REPLACE). The spec is `edit-formats/search-replace.md`;
+//! the format's definition (`DEF`: names, words, parsers, renderer, view) is
+//! at the top of this module, and the block's resolution is its `FormatEdit`.
 //!
 //! Parsing is lenient about what models write (5–9 marker characters,
 //! `ORIGINAL`/`UPDATED` and `------- SEARCH`/`+++++++ REPLACE` variants, fences,
@@ -18,19 +20,33 @@
 
 use std::ops::Range;
 
+use serde::Deserialize;
 use serde_json::Value;
 
+use super::tool_args::{Arg, Fields, bad, fields};
 use super::{
-    Action, EditFormat, EditOp, FileChange, ParseError, Patch, Resolution, ResolveContext,
+    EditOp, FileChange, FormatDef, FormatEdit, Patch, Resolution, ResolveContext, push_edit,
 };
 use crate::matcher::{self, Candidate, Match, MatchOptions, Tier};
-use crate::report::{EditError, EditStatus, Warning};
+use crate::report::{EditError, EditKind, EditStatus, ParseError, Warning};
 use crate::splice::{self, Piece, ops_from_diff};
 use crate::text::Document;
 
-/// The search/replace format.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SearchReplace;
+/// The search/replace format's definition.
+pub(crate) static DEF: FormatDef = FormatDef {
+    name: "search-replace",
+    summary: "SEARCH/REPLACE blocks: the model quotes the lines to change and writes their replacement",
+    instructions: include_str!("../../edit-formats/search-replace.prompt.md"),
+    tool: include_str!("../../edit-formats/search-replace.tool.json"),
+    detect: looks_like,
+    detect_last: false,
+    detect_tool_call: is_tool_call,
+    tool_call_rank: 0,
+    parse: |input, _| parse_text(input),
+    parse_tool_call: |args, _| parse_json(args),
+    render: render_blocks,
+    view: super::numbered_view,
+};
 
 /// One SEARCH/REPLACE block (or one `old_string`/`new_string` edit).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -333,87 +349,58 @@ fn strip_bom(lines: &mut [String]) {
     }
 }
 
-/// Appends an edit, merging it into the previous change when it names the same file.
-fn push_edit(changes: &mut Vec<FileChange>, path: Option<String>, op: EditOp) {
-    if let Some(last) = changes.last_mut() {
-        if let (true, Action::Edit(ops)) = (last.path == path, &mut last.action) {
-            ops.push(op);
-            return;
-        }
-    }
-    changes.push(FileChange::edit(path, vec![op]));
+/// The edit tool's arguments: `{path, old_string, new_string, replace_all,
+/// expected_replacements}`, or `{path, edits: [{old_string, new_string, …}]}`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ToolArgs {
+    path: Arg<String>,
+    file_path: Arg<String>,
+    #[serde(rename = "filePath")]
+    file_path_camel: Arg<String>,
+    edits: Arg<Vec<Arg<Fields<EditArgs>>>>,
+}
+
+/// One replacement of the tool call (the arguments themselves, or an item of `edits`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct EditArgs {
+    old_string: Arg<String>,
+    new_string: Arg<String>,
+    replace_all: Arg<Option<bool>>,
+    expected_replacements: Arg<Option<u64>>,
+}
+
+const EDITS: &str = "an array of {old_string, new_string} objects";
+
+/// Whether a JSON object is this format's tool call: it has an `old_string`,
+/// at the top or in its first `edits` item.
+fn is_tool_call(args: &Value) -> bool {
+    let Some(a) = fields::<ToolArgs>(args) else {
+        return false;
+    };
+    let first = match &a.edits {
+        Arg::Given(items) => items.first().and_then(Arg::given),
+        _ => None,
+    };
+    fields::<EditArgs>(args).is_some_and(|e| e.old_string.is_given())
+        || first.is_some_and(|Fields(e)| e.old_string.is_given())
 }
 
 fn parse_json(args: &Value) -> Result<Patch, ParseError> {
-    let bad = |field: &str, expected: &'static str| ParseError::BadArguments {
-        field: field.to_owned(),
-        expected,
-    };
-    let obj = args
-        .as_object()
-        .ok_or_else(|| bad("json", "a JSON object"))?;
-    let path = ["path", "file_path", "filePath"]
-        .iter()
-        .find_map(|k| obj.get(*k))
-        .map(|v| {
-            v.as_str()
-                .map(str::to_owned)
-                .ok_or_else(|| bad("path", "a string"))
-        })
-        .transpose()?;
-    let one =
-        |o: &serde_json::Map<String, Value>| -> Result<Block, ParseError> {
-            let text = |k: &str| -> Result<String, ParseError> {
-                o.get(k)
-                    .ok_or_else(|| bad(k, "a string"))?
-                    .as_str()
-                    .map(|s| s.replace("\r\n", "\n"))
-                    .ok_or_else(|| bad(k, "a string"))
-            };
-            // A BOM the model copied from the file belongs to the file, not to the line.
-            let old = text("old_string")?
-                .trim_start_matches('\u{feff}')
-                .to_owned();
-            let new = text("new_string")?
-                .trim_start_matches('\u{feff}')
-                .to_owned();
-            let replace_all = match o.get("replace_all") {
-                None | Some(Value::Null) => false,
-                Some(v) => v
-                    .as_bool()
-                    .ok_or_else(|| bad("replace_all", "true or false"))?,
-            };
-            let expected =
-                match o.get("expected_replacements") {
-                    None | Some(Value::Null) => None,
-                    Some(v) => Some(v.as_u64().filter(|n| *n >= 1).ok_or_else(|| {
-                        bad("expected_replacements", "a whole number of at least 1")
-                    })? as usize),
-                };
-            Ok(Block {
-                splits: vec![Split {
-                    search: to_lines(&old),
-                    replace: to_lines(&new),
-                    ..Split::default()
-                }],
-                hint: None,
-                replace_all,
-                expected,
-                fragment: Some((old, new)),
-                source_line: 0,
-            })
-        };
-    let blocks = match obj.get("edits") {
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| {
-                v.as_object()
-                    .ok_or_else(|| bad("edits", "an array of {old_string, new_string} objects"))
-                    .and_then(one)
-            })
+    let a: ToolArgs = fields(args).ok_or_else(|| bad("json", "a JSON object"))?;
+    let path = a
+        .path
+        .or(a.file_path)
+        .or(a.file_path_camel)
+        .optional("path", "a string")?;
+    let blocks = match a.edits {
+        Arg::Given(items) => items
+            .into_iter()
+            .map(|item| tool_block(item.required("edits", EDITS)?.0))
             .collect::<Result<Vec<_>, _>>()?,
-        Some(_) => return Err(bad("edits", "an array of {old_string, new_string} objects")),
-        None => vec![one(obj)?],
+        Arg::Wrong => return Err(bad("edits", EDITS)),
+        Arg::Missing => vec![tool_block(fields(args).unwrap_or_default())?],
     };
     if blocks.is_empty() {
         return Err(ParseError::NoEdits);
@@ -424,6 +411,44 @@ fn parse_json(args: &Value) -> Result<Patch, ParseError> {
             path,
             blocks.into_iter().map(EditOp::SearchReplace).collect(),
         )],
+    })
+}
+
+/// One replacement of the tool call as a block, its arguments checked in order.
+fn tool_block(e: EditArgs) -> Result<Block, ParseError> {
+    // A BOM the model copied from the file belongs to the file, not to the line.
+    let text = |arg: Arg<String>, field: &str| -> Result<String, ParseError> {
+        let s = arg.required(field, "a string")?.replace("\r\n", "\n");
+        Ok(s.trim_start_matches('\u{feff}').to_owned())
+    };
+    let old = text(e.old_string, "old_string")?;
+    let new = text(e.new_string, "new_string")?;
+    let replace_all = e
+        .replace_all
+        .optional("replace_all", "true or false")?
+        .flatten()
+        .unwrap_or(false);
+    let at_least_one = "a whole number of at least 1";
+    let expected = match e
+        .expected_replacements
+        .optional("expected_replacements", at_least_one)?
+        .flatten()
+    {
+        Some(n) if n >= 1 => Some(n as usize),
+        Some(_) => return Err(bad("expected_replacements", at_least_one)),
+        None => None,
+    };
+    Ok(Block {
+        splits: vec![Split {
+            search: to_lines(&old),
+            replace: to_lines(&new),
+            ..Split::default()
+        }],
+        hint: None,
+        replace_all,
+        expected,
+        fragment: Some((old, new)),
+        source_line: 0,
     })
 }
 
@@ -542,16 +567,6 @@ fn strip_line_numbers(search: &[String], replace: &[String]) -> Option<(Vec<Stri
 
 // ------------------------------------------------------------------ resolving
 
-fn candidates_of(matches: &[Match]) -> Vec<Candidate> {
-    matches
-        .iter()
-        .map(|m| Candidate {
-            range: m.range.clone(),
-            similarity: m.similarity,
-        })
-        .collect()
-}
-
 /// Builds the resolution for `search → replace` placed at each of `matches`.
 fn place(doc: &Document, search: &[String], replace: &[String], matches: &[Match]) -> Resolution {
     let ops = ops_from_diff(search, replace);
@@ -580,10 +595,7 @@ fn finish(
     similarity: Option<f64>,
     lines: Range<usize>,
 ) -> Resolution {
-    pieces.retain(|p| {
-        p.range.len() != p.lines.len()
-            || p.range.clone().zip(&p.lines).any(|(i, l)| doc.line(i) != l)
-    });
+    pieces.retain(|p| p.changes(doc));
     let mut r = Resolution::status(if pieces.is_empty() {
         EditStatus::AlreadyApplied
     } else {
@@ -689,13 +701,7 @@ fn resolve_fragment(
         }
         let old_lines = to_lines(old_text);
         let new_lines = to_lines(&new_text);
-        let m = Match {
-            range: lines.clone(),
-            tier: Tier::Exact,
-            similarity: 1.0,
-            alignment: lines.clone().map(Some).collect(),
-            by_hint: false,
-        };
+        let m = Match::at(lines.clone(), Tier::Exact);
         pieces.extend(splice::splice(
             doc,
             &old_lines,
@@ -845,376 +851,347 @@ fn blank(lines: &[String]) -> bool {
     lines.iter().all(|l| l.trim().is_empty())
 }
 
-impl SearchReplace {
-    /// Resolution order (each step only when the previous found nothing):
-    /// exact tier on every split (and with echoed line numbers removed) →
-    /// already applied, exactly → whitespace, indent and unicode tiers on every
-    /// split → SEARCH as a substring (mid-line start or end) → already applied,
-    /// tolerantly → the fuzzy tier on the preferred split.
-    fn resolve_block(
-        &self,
-        b: &Block,
-        doc: &Document,
-        ctx: &ResolveContext<'_>,
-    ) -> Result<Resolution, EditError> {
-        let opts = ctx.matching;
-        let tool_blank = b
-            .fragment
-            .as_ref()
-            .is_none_or(|(old, _)| old.trim().is_empty());
-        // An empty SEARCH creates an empty or missing file.
-        if doc.is_empty() && tool_blank {
-            if let Some(sp) = b
-                .splits
+/// Resolution order (each step only when the previous found nothing):
+/// exact tier on every split (and with echoed line numbers removed) →
+/// already applied, exactly → whitespace, indent and unicode tiers on every
+/// split → SEARCH as a substring (mid-line start or end) → already applied,
+/// tolerantly → the fuzzy tier on the preferred split.
+fn resolve_block(
+    b: &Block,
+    doc: &Document,
+    ctx: &ResolveContext<'_>,
+) -> Result<Resolution, EditError> {
+    let opts = ctx.matching;
+    let tool_blank = b
+        .fragment
+        .as_ref()
+        .is_none_or(|(old, _)| old.trim().is_empty());
+    // An empty SEARCH creates an empty or missing file.
+    if doc.is_empty() && tool_blank {
+        if let Some(sp) = b
+            .splits
+            .iter()
+            .find(|sp| sp.search.iter().all(String::is_empty))
+        {
+            return Ok(create(&sp.replace));
+        }
+    }
+    let splits: Vec<&Split> = b.splits.iter().filter(|sp| !blank(&sp.search)).collect();
+    if splits.is_empty() && tool_blank {
+        return Err(
+            if b.splits
                 .iter()
-                .find(|sp| sp.search.iter().all(String::is_empty))
+                .any(|sp| sp.search.iter().any(|l| !l.is_empty()))
             {
-                return Ok(create(&sp.replace));
-            }
-        }
-        let splits: Vec<&Split> = b.splits.iter().filter(|sp| !blank(&sp.search)).collect();
-        if splits.is_empty() && tool_blank {
-            return Err(
-                if b.splits
-                    .iter()
-                    .any(|sp| sp.search.iter().any(|l| !l.is_empty()))
-                {
-                    EditError::BlankSearch
-                } else {
-                    EditError::EmptySearchOnExistingFile
-                },
-            );
-        }
-        let primary: &Split = splits.first().copied().unwrap_or(&b.splits[0]);
-        if splits.len() <= 1 {
-            check_placeholder(&primary.search, &primary.replace)?;
-            if primary.search == primary.replace && b.fragment.as_ref().is_none_or(|(o, n)| o == n)
-            {
-                let mut r = Resolution::status(EditStatus::Noop);
-                r.warnings.push(Warning::IdenticalBlock);
-                return Ok(r);
-            }
-        }
-        if let Some((old, new)) = &b.fragment {
-            if let Some(result) = self.resolve_tool_fragment(b, old, new, doc) {
-                return result;
-            }
-        }
-        // `...` lines: piecewise when both sides have the same number; otherwise,
-        // or when the pieces do not match, the lines are taken literally (a
-        // Python `...` body is code), and the elision's error is kept for the report.
-        let mut elision_error = None;
-        let (se, re) = (primary.elisions.0.len(), primary.elisions.1.len());
-        if splits.len() == 1 && (se > 0 || re > 0) {
-            if se == re {
-                match self.resolve_elided(primary, doc, opts) {
-                    Ok(res) => return Ok(res),
-                    Err(e) => elision_error = Some(e),
-                }
+                EditError::BlankSearch
             } else {
-                elision_error = Some(EditError::ElisionMismatch {
-                    search: se,
-                    replace: re,
+                EditError::EmptySearchOnExistingFile
+            },
+        );
+    }
+    let primary: &Split = splits.first().copied().unwrap_or(&b.splits[0]);
+    if splits.len() <= 1 {
+        check_placeholder(&primary.search, &primary.replace)?;
+        if primary.search == primary.replace && b.fragment.as_ref().is_none_or(|(o, n)| o == n) {
+            let mut r = Resolution::status(EditStatus::Noop);
+            r.warnings.push(Warning::IdenticalBlock);
+            return Ok(r);
+        }
+    }
+    if let Some((old, new)) = &b.fragment {
+        if let Some(result) = resolve_tool_fragment(b, old, new, doc) {
+            return result;
+        }
+    }
+    // `...` lines: piecewise when both sides have the same number; otherwise,
+    // or when the pieces do not match, the lines are taken literally (a
+    // Python `...` body is code), and the elision's error is kept for the report.
+    let mut elision_error = None;
+    let (se, re) = (primary.elisions.0.len(), primary.elisions.1.len());
+    if splits.len() == 1 && (se > 0 || re > 0) {
+        if se == re {
+            match resolve_elided(primary, doc, opts) {
+                Ok(res) => return Ok(res),
+                Err(e) => elision_error = Some(e),
+            }
+        } else {
+            elision_error = Some(EditError::ElisionMismatch {
+                search: se,
+                replace: re,
+            });
+        }
+    }
+    let hint = b.hint.map(|h| h.saturating_sub(1));
+    let multi = b.replace_all || b.expected.is_some_and(|e| e > 1);
+    let attempt = |search: &[String], replace: &[String], opts: &MatchOptions| {
+        if multi {
+            let found = matcher::locate_all(doc, search, opts).map_err(EditError::from)?;
+            if let Some(e) = b.expected.filter(|&e| e != found.len()) {
+                return Err(EditError::CountMismatch {
+                    expected: e,
+                    found: found.len(),
+                    candidates: found.iter().map(Candidate::from).collect(),
                 });
             }
+            Ok(place(doc, search, replace, &found))
+        } else {
+            let m = matcher::locate(doc, search, hint, opts).map_err(EditError::from)?;
+            let by_hint = m.by_hint;
+            let mut r = place(doc, search, replace, std::slice::from_ref(&m));
+            if by_hint {
+                r.warnings.push(Warning::ChosenByHint {
+                    hint: b.hint.unwrap_or(0),
+                });
+            }
+            Ok(r)
         }
-        let hint = b.hint.map(|h| h.saturating_sub(1));
-        let multi = b.replace_all || b.expected.is_some_and(|e| e > 1);
-        let attempt = |search: &[String], replace: &[String], opts: &MatchOptions| {
-            if multi {
-                let found = matcher::locate_all(doc, search, opts).map_err(EditError::from)?;
-                if let Some(e) = b.expected.filter(|&e| e != found.len()) {
-                    return Err(EditError::CountMismatch {
-                        expected: e,
-                        found: found.len(),
-                        candidates: candidates_of(&found),
-                    });
-                }
-                Ok(place(doc, search, replace, &found))
-            } else {
-                let m = matcher::locate(doc, search, hint, opts).map_err(EditError::from)?;
-                let by_hint = m.by_hint;
-                let mut r = place(doc, search, replace, std::slice::from_ref(&m));
-                if by_hint {
-                    r.warnings.push(Warning::ChosenByHint {
-                        hint: b.hint.unwrap_or(0),
-                    });
-                }
-                Ok(r)
-            }
+    };
+    // Each split as written, then with echoed line numbers removed.
+    let variants = |sp: &Split| {
+        let mut v = vec![(sp.search.clone(), sp.replace.clone(), false)];
+        if let Some((s, r)) = strip_line_numbers(&sp.search, &sp.replace) {
+            v.push((s, r, true));
+        }
+        v
+    };
+    let note = |mut res: Resolution, stripped: bool, divider: Option<usize>| {
+        if stripped {
+            res.warnings.push(Warning::StrippedLineNumbers);
+        }
+        if let Some(line) = divider {
+            res.warnings.push(Warning::DividerInContent { line });
+        }
+        res
+    };
+    // Every split through the tiers up to `max`; the error of the first split that
+    // matched ambiguously is kept.
+    let pass = |max: Tier| -> Result<Option<Resolution>, EditError> {
+        let tiers = MatchOptions {
+            max_tier: opts.max_tier.min(max),
+            nearest: false,
+            ..opts.clone()
         };
-        // Each split as written, then with echoed line numbers removed.
-        let variants = |sp: &Split| {
-            let mut v = vec![(sp.search.clone(), sp.replace.clone(), false)];
-            if let Some((s, r)) = strip_line_numbers(&sp.search, &sp.replace) {
-                v.push((s, r, true));
-            }
-            v
-        };
-        let note = |mut res: Resolution, stripped: bool, divider: Option<usize>| {
-            if stripped {
-                res.warnings.push(Warning::StrippedLineNumbers);
-            }
-            if let Some(line) = divider {
-                res.warnings.push(Warning::DividerInContent { line });
-            }
-            res
-        };
-        // Every split through the tiers up to `max`; the error of the first split that
-        // matched ambiguously is kept.
-        let pass = |max: Tier| -> Result<Option<Resolution>, EditError> {
-            let tiers = MatchOptions {
-                max_tier: opts.max_tier.min(max),
-                nearest: false,
-                ..opts.clone()
-            };
-            let mut hits = Vec::new();
-            let mut first_error = None;
-            for (k, sp) in splits.iter().enumerate() {
-                for (s, r, stripped) in variants(sp) {
-                    match attempt(&s, &r, &tiers) {
-                        Ok(res) => {
-                            let divider = (splits.len() > 1).then_some(sp.divider);
-                            hits.push((note(res, stripped, divider), k, kinship(&s, &r)));
-                            break;
-                        }
-                        Err(EditError::NotFound { .. }) => {}
-                        Err(e) => {
-                            first_error.get_or_insert(e);
-                            break;
-                        }
+        let mut hits = Vec::new();
+        let mut first_error = None;
+        for (k, sp) in splits.iter().enumerate() {
+            for (s, r, stripped) in variants(sp) {
+                match attempt(&s, &r, &tiers) {
+                    Ok(res) => {
+                        let divider = (splits.len() > 1).then_some(sp.divider);
+                        hits.push((note(res, stripped, divider), k, kinship(&s, &r)));
+                        break;
+                    }
+                    Err(EditError::NotFound { .. }) => {}
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                        break;
                     }
                 }
             }
-            match (choose_split(&splits, hits)?, first_error) {
-                (Some(res), _) => Ok(Some(res)),
-                (None, Some(e)) => Err(e),
-                (None, None) => Ok(None),
-            }
-        };
-        if let Some(res) = pass(Tier::Exact)? {
+        }
+        match (choose_split(&splits, hits)?, first_error) {
+            (Some(res), _) => Ok(Some(res)),
+            (None, Some(e)) => Err(e),
+            (None, None) => Ok(None),
+        }
+    };
+    if let Some(res) = pass(Tier::Exact)? {
+        return Ok(res);
+    }
+    // A re-sent block whose REPLACE is in the file word for word is done, even if
+    // a tolerant tier could find its SEARCH (blank-line drift would match it again).
+    if let Some(res) = already_applied(doc, &primary.search, &primary.replace, Tier::Exact) {
+        return Ok(res);
+    }
+    if let Some(res) = pass(Tier::Unicode)? {
+        return Ok(res);
+    }
+    check_placeholder(&primary.search, &primary.replace)?;
+    if opts.max_tier > Tier::Exact {
+        if let Some(res) = resolve_text_fragment(primary, hint, doc)? {
             return Ok(res);
         }
-        // A re-sent block whose REPLACE is in the file word for word is done, even if
-        // a tolerant tier could find its SEARCH (blank-line drift would match it again).
-        if let Some(res) = already_applied(doc, &primary.search, &primary.replace, Tier::Exact) {
-            return Ok(res);
-        }
-        if let Some(res) = pass(Tier::Unicode)? {
-            return Ok(res);
-        }
-        check_placeholder(&primary.search, &primary.replace)?;
-        if opts.max_tier > Tier::Exact {
-            if let Some(res) = self.resolve_text_fragment(primary, hint, doc)? {
-                return Ok(res);
-            }
-        }
-        if let Some(res) = already_applied(
-            doc,
-            &primary.search,
-            &primary.replace,
-            Tier::Indent.min(opts.max_tier),
-        ) {
-            return Ok(res);
-        }
-        let mut failure = None;
-        for (s, r, stripped) in variants(primary) {
-            match attempt(&s, &r, opts) {
-                Ok(res) => return Ok(note(res, stripped, None)),
-                Err(e @ EditError::NotFound { .. }) => {
-                    failure.get_or_insert(e);
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(elision_error.or(failure).unwrap_or(EditError::NotFound {
-            nearest: Vec::new(),
-            bounded: false,
-            after_edit: None,
-        }))
     }
-
-    /// The tool-call form: `old_string` as a literal substring first.
-    fn resolve_tool_fragment(
-        &self,
-        b: &Block,
-        old: &str,
-        new: &str,
-        doc: &Document,
-    ) -> Option<Result<Resolution, EditError>> {
-        let joined = Joined::new(doc);
-        let occ: Vec<Range<usize>> = joined
-            .text
-            .match_indices(old)
-            .map(|(i, s)| i..i + s.len())
-            .collect();
-        if occ.is_empty() {
-            return None;
-        }
-        let want_all = b.replace_all || b.expected.is_some();
-        if let Some(e) = b.expected.filter(|&e| e != occ.len()) {
-            return Some(Err(EditError::CountMismatch {
-                expected: e,
-                found: occ.len(),
-                candidates: fragment_candidates(&joined, &occ),
-            }));
-        }
-        if occ.len() > 1 && !want_all {
-            return Some(Err(EditError::Ambiguous {
-                tier: Tier::Exact,
-                candidates: fragment_candidates(&joined, &occ),
-            }));
-        }
-        Some(Ok(resolve_fragment(doc, new, &occ, &joined)))
+    if let Some(res) = already_applied(
+        doc,
+        &primary.search,
+        &primary.replace,
+        Tier::Indent.min(opts.max_tier),
+    ) {
+        return Ok(res);
     }
-
-    /// A text block whose SEARCH starts or ends mid-line: substring semantics,
-    /// unique (or picked by the line hint).
-    fn resolve_text_fragment(
-        &self,
-        sp: &Split,
-        hint: Option<usize>,
-        doc: &Document,
-    ) -> Result<Option<Resolution>, EditError> {
-        let old = sp.search.join("\n");
-        if old.trim().len() < 3 {
-            return Ok(None);
+    let mut failure = None;
+    for (s, r, stripped) in variants(primary) {
+        match attempt(&s, &r, opts) {
+            Ok(res) => return Ok(note(res, stripped, None)),
+            Err(e @ EditError::NotFound { .. }) => {
+                failure.get_or_insert(e);
+            }
+            Err(e) => return Err(e),
         }
-        let joined = Joined::new(doc);
-        let occ: Vec<Range<usize>> = joined
-            .text
-            .match_indices(old.as_str())
-            .map(|(i, s)| i..i + s.len())
-            .collect();
-        let starts: Vec<usize> = occ.iter().map(|o| joined.line_of(o.start)).collect();
-        let chosen = match occ.len() {
-            0 => return Ok(None),
-            1 => 0,
-            _ => match hint.and_then(|h| matcher::pick_by_hint(&starts, h)) {
-                Some(i) => i,
-                None => {
-                    return Err(EditError::Ambiguous {
-                        tier: Tier::Exact,
-                        candidates: fragment_candidates(&joined, &occ),
-                    });
-                }
-            },
-        };
-        let one = std::slice::from_ref(&occ[chosen]);
-        let mut r = resolve_fragment(doc, &sp.replace.join("\n"), one, &joined);
-        r.warnings.push(Warning::PartialLineMatch {
-            lines: joined.lines_of(&occ[chosen]),
-        });
-        Ok(Some(r))
     }
-
-    /// SEARCH and REPLACE split on their `...` lines; every SEARCH piece must be
-    /// unique, and the pieces must lie in file order.
-    fn resolve_elided(
-        &self,
-        sp: &Split,
-        doc: &Document,
-        opts: &MatchOptions,
-    ) -> Result<Resolution, EditError> {
-        let cut = |v: &[String], at: &[usize]| -> Vec<Vec<String>> {
-            let mut pieces = Vec::new();
-            let mut from = 0;
-            for &i in at {
-                pieces.push(v[from..i].to_vec());
-                from = i + 1;
-            }
-            pieces.push(v[from..].to_vec());
-            pieces
-        };
-        let (sp_pieces, rp_pieces) = (
-            cut(&sp.search, &sp.elisions.0),
-            cut(&sp.replace, &sp.elisions.1),
-        );
-        let mut pieces = Vec::new();
-        let mut span: Option<Range<usize>> = None;
-        let mut worst_tier = Tier::Exact;
-        let mut min_sim: f64 = 1.0;
-        for (k, (s, r)) in sp_pieces.iter().zip(&rp_pieces).enumerate() {
-            if blank(s) {
-                if blank(r) {
-                    continue;
-                }
-                return Err(EditError::ElidedPiece {
-                    piece: k,
-                    inner: Box::new(EditError::BlankSearch),
-                });
-            }
-            let m = matcher::locate(doc, s, None, opts).map_err(|e| EditError::ElidedPiece {
-                piece: k,
-                inner: Box::new(EditError::from(e)),
-            })?;
-            if span.as_ref().is_some_and(|sp| m.range.start < sp.end) {
-                // A piece before the previous one: the `...` would skip backwards.
-                return Err(EditError::ElidedPiece {
-                    piece: k,
-                    inner: Box::new(EditError::NotFound {
-                        nearest: vec![Candidate {
-                            range: m.range.clone(),
-                            similarity: m.similarity,
-                        }],
-                        bounded: false,
-                        after_edit: None,
-                    }),
-                });
-            }
-            worst_tier = worst_tier.max(m.tier);
-            min_sim = min_sim.min(m.similarity);
-            span = Some(span.map_or(m.range.clone(), |sp| sp.start..m.range.end));
-            pieces.extend(splice::splice(doc, s, &m, &ops_from_diff(s, r)));
-        }
-        let mut res = finish(
-            doc,
-            pieces,
-            Some(worst_tier),
-            Some(min_sim),
-            span.unwrap_or(0..0),
-        );
-        res.warnings.push(Warning::Elided {
-            pieces: sp_pieces.len(),
-        });
-        Ok(res)
-    }
+    Err(elision_error.or(failure).unwrap_or(EditError::NotFound {
+        nearest: Vec::new(),
+        bounded: false,
+        after_edit: None,
+    }))
 }
 
-impl EditFormat for SearchReplace {
-    type Op = Block;
+/// The tool-call form: `old_string` as a literal substring first.
+fn resolve_tool_fragment(
+    b: &Block,
+    old: &str,
+    new: &str,
+    doc: &Document,
+) -> Option<Result<Resolution, EditError>> {
+    let joined = Joined::new(doc);
+    let occ: Vec<Range<usize>> = joined
+        .text
+        .match_indices(old)
+        .map(|(i, s)| i..i + s.len())
+        .collect();
+    if occ.is_empty() {
+        return None;
+    }
+    let want_all = b.replace_all || b.expected.is_some();
+    if let Some(e) = b.expected.filter(|&e| e != occ.len()) {
+        return Some(Err(EditError::CountMismatch {
+            expected: e,
+            found: occ.len(),
+            candidates: fragment_candidates(&joined, &occ),
+        }));
+    }
+    if occ.len() > 1 && !want_all {
+        return Some(Err(EditError::Ambiguous {
+            tier: Tier::Exact,
+            candidates: fragment_candidates(&joined, &occ),
+        }));
+    }
+    Some(Ok(resolve_fragment(doc, new, &occ, &joined)))
+}
 
-    fn name(&self) -> &'static str {
-        "search-replace"
+/// A text block whose SEARCH starts or ends mid-line: substring semantics,
+/// unique (or picked by the line hint).
+fn resolve_text_fragment(
+    sp: &Split,
+    hint: Option<usize>,
+    doc: &Document,
+) -> Result<Option<Resolution>, EditError> {
+    let old = sp.search.join("\n");
+    if old.trim().len() < 3 {
+        return Ok(None);
+    }
+    let joined = Joined::new(doc);
+    let occ: Vec<Range<usize>> = joined
+        .text
+        .match_indices(old.as_str())
+        .map(|(i, s)| i..i + s.len())
+        .collect();
+    let starts: Vec<usize> = occ.iter().map(|o| joined.line_of(o.start)).collect();
+    let chosen = match occ.len() {
+        0 => return Ok(None),
+        1 => 0,
+        _ => match hint.and_then(|h| matcher::pick_by_hint(&starts, h)) {
+            Some(i) => i,
+            None => {
+                return Err(EditError::Ambiguous {
+                    tier: Tier::Exact,
+                    candidates: fragment_candidates(&joined, &occ),
+                });
+            }
+        },
+    };
+    let one = std::slice::from_ref(&occ[chosen]);
+    let mut r = resolve_fragment(doc, &sp.replace.join("\n"), one, &joined);
+    r.warnings.push(Warning::PartialLineMatch {
+        lines: joined.lines_of(&occ[chosen]),
+    });
+    Ok(Some(r))
+}
+
+/// SEARCH and REPLACE split on their `...` lines; every SEARCH piece must be
+/// unique, and the pieces must lie in file order.
+fn resolve_elided(
+    sp: &Split,
+    doc: &Document,
+    opts: &MatchOptions,
+) -> Result<Resolution, EditError> {
+    let cut = |v: &[String], at: &[usize]| -> Vec<Vec<String>> {
+        let mut pieces = Vec::new();
+        let mut from = 0;
+        for &i in at {
+            pieces.push(v[from..i].to_vec());
+            from = i + 1;
+        }
+        pieces.push(v[from..].to_vec());
+        pieces
+    };
+    let (sp_pieces, rp_pieces) = (
+        cut(&sp.search, &sp.elisions.0),
+        cut(&sp.replace, &sp.elisions.1),
+    );
+    let mut pieces = Vec::new();
+    let mut span: Option<Range<usize>> = None;
+    let mut worst_tier = Tier::Exact;
+    let mut min_sim: f64 = 1.0;
+    for (k, (s, r)) in sp_pieces.iter().zip(&rp_pieces).enumerate() {
+        if blank(s) {
+            if blank(r) {
+                continue;
+            }
+            return Err(EditError::ElidedPiece {
+                piece: k,
+                inner: Box::new(EditError::BlankSearch),
+            });
+        }
+        let m = matcher::locate(doc, s, None, opts).map_err(|e| EditError::ElidedPiece {
+            piece: k,
+            inner: Box::new(EditError::from(e)),
+        })?;
+        if span.as_ref().is_some_and(|sp| m.range.start < sp.end) {
+            // A piece before the previous one: the `...` would skip backwards.
+            return Err(EditError::ElidedPiece {
+                piece: k,
+                inner: Box::new(EditError::NotFound {
+                    nearest: vec![Candidate::from(&m)],
+                    bounded: false,
+                    after_edit: None,
+                }),
+            });
+        }
+        worst_tier = worst_tier.max(m.tier);
+        min_sim = min_sim.min(m.similarity);
+        span = Some(span.map_or(m.range.clone(), |sp| sp.start..m.range.end));
+        pieces.extend(splice::splice(doc, s, &m, &ops_from_diff(s, r)));
+    }
+    let mut res = finish(
+        doc,
+        pieces,
+        Some(worst_tier),
+        Some(min_sim),
+        span.unwrap_or(0..0),
+    );
+    res.warnings.push(Warning::Elided {
+        pieces: sp_pieces.len(),
+    });
+    Ok(res)
+}
+
+impl FormatEdit for Block {
+    fn kind(&self) -> EditKind {
+        EditKind::Block
     }
 
-    fn parse(&self, input: &str) -> Result<Patch, ParseError> {
-        parse_text(input)
+    fn source_line(&self) -> usize {
+        self.source_line
     }
 
-    fn parse_tool_call(&self, args: &Value) -> Result<Patch, ParseError> {
-        parse_json(args)
+    fn can_create(&self) -> bool {
+        true
     }
 
-    fn resolve(
-        &self,
-        op: &Block,
-        doc: &Document,
-        ctx: &ResolveContext<'_>,
-    ) -> Result<Resolution, EditError> {
-        self.resolve_block(op, doc, ctx)
-    }
-
-    fn render(&self, path: &str, before: &str, after: &str) -> String {
-        render_blocks(path, before, after)
-    }
-
-    fn view(&self, doc: &Document, lines: Option<Range<usize>>) -> String {
-        super::numbered_view(doc, lines)
-    }
-
-    fn instructions(&self) -> &'static str {
-        include_str!("../../edit-formats/search-replace.prompt.md")
+    fn resolve(&self, doc: &Document, ctx: &ResolveContext<'_>) -> Result<Resolution, EditError> {
+        resolve_block(self, doc, ctx)
     }
 }
 

@@ -1,5 +1,7 @@
 //! Unified diffs: what `diff -u`, `git diff` and models write. The spec is
-//! `edit-formats/unified-diff.md`.
+//! `edit-formats/unified-diff.md`; the format's definition (`DEF`) is at the
+//! top of this module, and [`ops_of`] (` `/`-`/`+` lines to splice ops) is
+//! shared with apply_patch.
 //!
 //! Parsing accepts git diffs (extended headers: modes, renames, `index`),
 //! plain `---`/`+++` diffs, several files per input, `/dev/null`, `\ No
@@ -22,19 +24,31 @@
 
 use std::ops::Range;
 
+use serde::Deserialize;
 use serde_json::Value;
 
-use super::{
-    Action, EditFormat, EditOp, FileChange, ParseError, Patch, Resolution, ResolveContext,
-};
+use super::tool_args::{Arg, bad, fields};
+use super::{Action, EditOp, FileChange, FormatDef, FormatEdit, Patch, Resolution, ResolveContext};
 use crate::matcher::{self, Candidate, Match, MatchError, MatchOptions, Tier};
-use crate::report::{EditError, EditStatus, Warning};
+use crate::report::{EditError, EditKind, EditStatus, ParseError, Warning};
 use crate::splice::{self, Op};
 use crate::text::Document;
 
-/// The unified diff format.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct UnifiedDiff;
+/// The unified diff format's definition.
+pub(crate) static DEF: FormatDef = FormatDef {
+    name: "udiff",
+    summary: "unified diffs (diff -u, git diff): hunks of context, removed and added lines",
+    instructions: include_str!("../../edit-formats/unified-diff.prompt.md"),
+    tool: include_str!("../../edit-formats/unified-diff.tool.json"),
+    detect: looks_like,
+    detect_last: false,
+    detect_tool_call: is_tool_call,
+    tool_call_rank: 3,
+    parse: parse_text,
+    parse_tool_call,
+    render: |path, before, after| render_unified(Some(path), Some(path), before, after, 3),
+    view: super::numbered_view,
+};
 
 /// One line of a hunk body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,6 +122,14 @@ impl Hunk {
             source_line: self.source_line,
             crlf: self.crlf,
         }
+    }
+
+    /// How many context lines open the hunk, and how many close it.
+    fn context_edges(&self) -> (usize, usize) {
+        let is_context = |l: &&HunkLine| matches!(l, HunkLine::Context(_));
+        let lead = self.lines.iter().take_while(is_context).count();
+        let trail = self.lines.iter().rev().take_while(is_context).count();
+        (lead, trail)
     }
 
     fn has_context(&self) -> bool {
@@ -641,8 +663,9 @@ pub(crate) fn looks_like(input: &str) -> Option<usize> {
 
 // ------------------------------------------------------------------ resolving
 
-/// How a hunk is placed: the old side, the ops that turn it into the new side.
-fn ops_of(lines: &[HunkLine]) -> (Vec<&str>, Vec<Op>) {
+/// The old side of ` `/`-`/`+` lines (a hunk's, an apply_patch chunk's) and
+/// the ops that turn it into the new side.
+pub(crate) fn ops_of(lines: &[HunkLine]) -> (Vec<&str>, Vec<Op>) {
     let mut old = Vec::new();
     let mut ops = Vec::new();
     for l in lines {
@@ -664,16 +687,6 @@ fn strict(opts: &MatchOptions) -> MatchOptions {
         nearest: false,
         ..opts.clone()
     }
-}
-
-fn candidates(found: &[Match]) -> Vec<Candidate> {
-    found
-        .iter()
-        .map(|m| Candidate {
-            range: m.range.clone(),
-            similarity: m.similarity,
-        })
-        .collect()
 }
 
 /// How far a hunk's stated position may be trusted when its text occurs more than once.
@@ -707,17 +720,7 @@ fn choose(
         return found.into_iter().next().ok_or(EditError::BlankSearch);
     }
     let tier = found.first().map_or(Tier::Exact, |m| m.tier);
-    let lead = h
-        .lines
-        .iter()
-        .take_while(|l| matches!(l, HunkLine::Context(_)))
-        .count();
-    let trail = h
-        .lines
-        .iter()
-        .rev()
-        .take_while(|l| matches!(l, HunkLine::Context(_)))
-        .count();
+    let (lead, trail) = h.context_edges();
     let ends_file = h.old_missing_newline || (trail == 0 && lead > 0);
     let starts_file = lead == 0 && trail > 0 && h.stated_start() == Some(0);
     let only = |keep: &dyn Fn(&Match) -> bool| -> Option<Match> {
@@ -772,7 +775,7 @@ fn choose(
         }
         None => Err(EditError::Ambiguous {
             tier,
-            candidates: candidates(&found),
+            candidates: found.iter().map(Candidate::from).collect(),
         }),
     }
 }
@@ -896,13 +899,7 @@ fn resolve_hunk(
         r.warnings.extend(warnings);
         r.lines = Some(m.range.clone());
         // Lines rewritten to themselves are no change at all.
-        r.pieces = pieces
-            .into_iter()
-            .filter(|p| {
-                p.range.len() != p.lines.len()
-                    || p.range.clone().zip(&p.lines).any(|(i, l)| doc.line(i) != l)
-            })
-            .collect();
+        r.pieces = pieces.into_iter().filter(|p| p.changes(doc)).collect();
         if r.pieces.is_empty() && r.final_newline.is_none_or(|w| w == doc.has_final_newline()) {
             r.status = EditStatus::AlreadyApplied;
         }
@@ -970,17 +967,7 @@ fn resolve_hunk(
         }
     }
     // 3. Fuzz: drop outer context lines, keeping the rest unique.
-    let lead = h
-        .lines
-        .iter()
-        .take_while(|l| matches!(l, HunkLine::Context(_)))
-        .count();
-    let trail = h
-        .lines
-        .iter()
-        .rev()
-        .take_while(|l| matches!(l, HunkLine::Context(_)))
-        .count();
+    let (lead, trail) = h.context_edges();
     // At most two context lines in all, from the ends only, and at least one
     // context line kept: a hunk is never placed by its changed lines alone.
     let context = h
@@ -1025,10 +1012,7 @@ fn resolve_hunk(
             }
             Ok(m) => {
                 return Err(EditError::NotFound {
-                    nearest: vec![Candidate {
-                        range: m.range,
-                        similarity: m.similarity,
-                    }],
+                    nearest: vec![Candidate::from(&m)],
                     bounded: false,
                     after_edit: None,
                 });
@@ -1096,64 +1080,48 @@ pub fn render_unified(
         .to_string()
 }
 
-impl EditFormat for UnifiedDiff {
-    type Op = Hunk;
-
-    fn name(&self) -> &'static str {
-        "udiff"
+impl FormatEdit for Hunk {
+    fn kind(&self) -> EditKind {
+        EditKind::Hunk
     }
 
-    fn parse(&self, input: &str) -> Result<Patch, ParseError> {
-        parse_text(input, DiffOptions::default())
+    fn source_line(&self) -> usize {
+        self.source_line
     }
 
-    fn parse_tool_call(&self, args: &Value) -> Result<Patch, ParseError> {
-        parse_tool_call_with(args, DiffOptions::default())
-    }
-
-    fn resolve(
-        &self,
-        op: &Hunk,
-        doc: &Document,
-        ctx: &ResolveContext<'_>,
-    ) -> Result<Resolution, EditError> {
-        resolve_hunk(op, doc, ctx)
-    }
-
-    fn render(&self, path: &str, before: &str, after: &str) -> String {
-        render_unified(Some(path), Some(path), before, after, 3)
-    }
-
-    fn view(&self, doc: &Document, lines: Option<Range<usize>>) -> String {
-        super::numbered_view(doc, lines)
-    }
-
-    fn instructions(&self) -> &'static str {
-        include_str!("../../edit-formats/unified-diff.prompt.md")
+    fn resolve(&self, doc: &Document, ctx: &ResolveContext<'_>) -> Result<Resolution, EditError> {
+        resolve_hunk(self, doc, ctx)
     }
 }
 
-/// Parses a diff with options (`-p`, `-R`).
-pub(crate) fn parse_diff(input: &str, opts: DiffOptions) -> Result<Patch, ParseError> {
-    parse_text(input, opts)
+// ------------------------------------------------------------------ tool calls
+
+/// The edit tool's arguments: the diff, under `diff` (or `patch`, `input`,
+/// which detection also takes for a diff).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ToolArgs {
+    diff: Arg<String>,
+    patch: Arg<String>,
+    input: Arg<String>,
 }
 
-/// Parses tool-call arguments with options (`-p`, `-R`): the diff is read
-/// from any key detection takes for a udiff call (`diff`, `patch`, `input`).
-pub(crate) fn parse_tool_call_with(args: &Value, opts: DiffOptions) -> Result<Patch, ParseError> {
-    let obj = args.as_object().ok_or(ParseError::BadArguments {
-        field: "json".into(),
-        expected: "a JSON object",
-    })?;
-    let diff = ["diff", "patch", "input"]
-        .iter()
-        .find_map(|k| obj.get(*k))
-        .and_then(Value::as_str)
-        .ok_or(ParseError::BadArguments {
-            field: "diff".into(),
-            expected: "a string holding a unified diff",
-        })?;
-    parse_text(diff, opts)
+/// Whether a JSON object is a diff tool call: a `diff`, or text under `input`
+/// or `patch` (what apply_patch does not claim first).
+fn is_tool_call(args: &Value) -> bool {
+    fields::<ToolArgs>(args)
+        .is_some_and(|a| a.diff.is_given() || a.input.or(a.patch).given().is_some())
+}
+
+/// Parses tool-call arguments with options (`-p`, `-R`).
+fn parse_tool_call(args: &Value, opts: DiffOptions) -> Result<Patch, ParseError> {
+    let a: ToolArgs = fields(args).ok_or_else(|| bad("json", "a JSON object"))?;
+    let diff = a
+        .diff
+        .or(a.patch)
+        .or(a.input)
+        .required("diff", "a string holding a unified diff")?;
+    parse_text(&diff, opts)
 }
 
 #[cfg(test)]

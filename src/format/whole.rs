@@ -1,5 +1,6 @@
 //! Whole file: the model writes the file's complete new content, fenced, with
-//! its path. The spec is `edit-formats/whole.md`.
+//! its path. The spec is `edit-formats/whole.md`; the format's definition
+//! (`DEF`) is at the top of this module.
 //!
 //! The new content is diffed against the file, so every line the model kept
 //! keeps the file's bytes (endings, trailing whitespace); only changed lines
@@ -13,17 +14,32 @@
 
 use std::ops::Range;
 
+use serde::Deserialize;
 use serde_json::Value;
 
-use super::{EditFormat, EditOp, FileChange, ParseError, Patch, Resolution, ResolveContext};
-use crate::matcher::Tier;
-use crate::report::{EditError, EditStatus, Warning};
+use super::tool_args::{Arg, bad, fields};
+use super::{EditOp, FileChange, FormatDef, FormatEdit, Patch, Resolution, ResolveContext};
+use crate::matcher::{Match, Tier};
+use crate::report::{EditError, EditKind, EditStatus, ParseError, Warning};
 use crate::splice::{self, Op, Piece};
 use crate::text::Document;
 
-/// The whole-file format.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Whole;
+/// The whole-file format's definition.
+pub(crate) static DEF: FormatDef = FormatDef {
+    name: "whole",
+    summary: "whole files: the model writes the complete new content, fenced, with its path",
+    instructions: include_str!("../../edit-formats/whole.prompt.md"),
+    tool: include_str!("../../edit-formats/whole.tool.json"),
+    detect: looks_like,
+    // A fenced file with a path is the least specific shape: only when nothing else fits.
+    detect_last: true,
+    detect_tool_call: is_tool_call,
+    tool_call_rank: 4,
+    parse: |input, _| parse_text(input),
+    parse_tool_call: |args, _| parse_tool_call(args),
+    render,
+    view,
+};
 
 /// Share of the file's lines a rewrite may remove while it holds new placeholders.
 pub(crate) const TRUNCATION_SHARE: f64 = 0.3;
@@ -180,13 +196,7 @@ fn resolve_whole(w: &WholeFile, doc: &Document) -> Result<Resolution, EditError>
             lines: w.lines.clone(),
         }]
     } else {
-        let m = crate::matcher::Match {
-            range: range.clone(),
-            tier: Tier::Exact,
-            similarity: 1.0,
-            alignment: range.clone().map(Some).collect(),
-            by_hint: false,
-        };
+        let m = Match::at(range.clone(), Tier::Exact);
         splice::splice(doc, &old, &m, &ops)
     };
     let mut r = Resolution::status(if pieces.is_empty() {
@@ -200,86 +210,84 @@ fn resolve_whole(w: &WholeFile, doc: &Document) -> Result<Resolution, EditError>
     Ok(r)
 }
 
-impl EditFormat for Whole {
-    type Op = WholeFile;
-
-    fn name(&self) -> &'static str {
-        "whole"
+impl FormatEdit for WholeFile {
+    fn kind(&self) -> EditKind {
+        EditKind::Whole
     }
 
-    fn parse(&self, input: &str) -> Result<Patch, ParseError> {
-        parse_text(input)
+    fn source_line(&self) -> usize {
+        self.source_line
     }
 
-    fn parse_tool_call(&self, args: &Value) -> Result<Patch, ParseError> {
-        let bad = |field: &str, expected: &'static str| ParseError::BadArguments {
-            field: field.to_owned(),
-            expected,
-        };
-        let obj = args
-            .as_object()
-            .ok_or_else(|| bad("json", "a JSON object"))?;
-        let path = ["path", "file_path"]
-            .iter()
-            .find_map(|k| obj.get(*k))
-            .and_then(Value::as_str)
-            .ok_or_else(|| bad("path", "a string"))?;
-        let content = obj
-            .get("content")
-            .and_then(Value::as_str)
-            .ok_or_else(|| bad("content", "a string"))?;
-        let content = content.strip_suffix('\n').unwrap_or(content);
-        let lines = if content.is_empty() {
-            Vec::new()
-        } else {
-            content
-                .split('\n')
-                .map(|l| l.strip_suffix('\r').unwrap_or(l).to_owned())
-                .collect()
-        };
-        Ok(Patch {
-            changes: vec![FileChange::edit(
-                Some(path.to_owned()),
-                vec![EditOp::Whole(WholeFile {
-                    lines,
-                    source_line: 0,
-                })],
-            )],
-            notes: Vec::new(),
-        })
+    fn can_create(&self) -> bool {
+        true
     }
 
-    fn resolve(
-        &self,
-        op: &WholeFile,
-        doc: &Document,
-        _ctx: &ResolveContext<'_>,
-    ) -> Result<Resolution, EditError> {
-        resolve_whole(op, doc)
+    fn resolve(&self, doc: &Document, _: &ResolveContext<'_>) -> Result<Resolution, EditError> {
+        resolve_whole(self, doc)
     }
+}
 
-    fn render(&self, path: &str, _before: &str, after: &str) -> String {
-        let body: String = Document::from_text(after)
-            .lines()
-            .map(|l| format!("{l}\n"))
-            .collect();
-        // A fence longer than any run of backticks in the content.
-        let longest = body.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-        let fence = "`".repeat(longest.max(2) + 1);
-        format!("{path}\n{fence}\n{body}{fence}\n")
-    }
+/// The whole new file, fenced with more backticks than any run in it.
+fn render(path: &str, _before: &str, after: &str) -> String {
+    let body: String = Document::from_text(after)
+        .lines()
+        .map(|l| format!("{l}\n"))
+        .collect();
+    // A fence longer than any run of backticks in the content.
+    let longest = body.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    format!("{path}\n{fence}\n{body}{fence}\n")
+}
 
-    fn view(&self, doc: &Document, lines: Option<Range<usize>>) -> String {
-        let range = lines.unwrap_or(0..doc.line_count());
-        let end = range.end.min(doc.line_count());
-        (range.start.min(end)..end)
-            .map(|i| format!("{}\n", doc.line(i)))
+/// The lines as they are: a model writing whole files sees plain text.
+fn view(doc: &Document, lines: Option<Range<usize>>) -> String {
+    let range = lines.unwrap_or(0..doc.line_count());
+    let end = range.end.min(doc.line_count());
+    (range.start.min(end)..end)
+        .map(|i| format!("{}\n", doc.line(i)))
+        .collect()
+}
+
+// ------------------------------------------------------------------ tool calls
+
+/// The edit tool's arguments: `{path, content}`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ToolArgs {
+    path: Arg<String>,
+    file_path: Arg<String>,
+    content: Arg<String>,
+}
+
+/// Whether a JSON object is a whole-file call: it has `content`.
+fn is_tool_call(args: &Value) -> bool {
+    fields::<ToolArgs>(args).is_some_and(|a| a.content.is_given())
+}
+
+fn parse_tool_call(args: &Value) -> Result<Patch, ParseError> {
+    let a: ToolArgs = fields(args).ok_or_else(|| bad("json", "a JSON object"))?;
+    let path = a.path.or(a.file_path).required("path", "a string")?;
+    let content = a.content.required("content", "a string")?;
+    let content = content.strip_suffix('\n').unwrap_or(&content);
+    let lines = if content.is_empty() {
+        Vec::new()
+    } else {
+        content
+            .split('\n')
+            .map(|l| l.strip_suffix('\r').unwrap_or(l).to_owned())
             .collect()
-    }
-
-    fn instructions(&self) -> &'static str {
-        include_str!("../../edit-formats/whole.prompt.md")
-    }
+    };
+    Ok(Patch {
+        changes: vec![FileChange::edit(
+            Some(path),
+            vec![EditOp::Whole(WholeFile {
+                lines,
+                source_line: 0,
+            })],
+        )],
+        notes: Vec::new(),
+    })
 }
 
 #[cfg(test)]

@@ -3,10 +3,10 @@
 //! Generators are shared and commented (`arb_*`): lines come from a small
 //! alphabet so that repeats — the hard case for locating text — are common.
 
-use lancet::{
-    Document, EditFormat, EditOp, EditReport, Eol, Format, MatchOptions, ResolveContext,
-    SearchReplace, TextEditBuilder,
-};
+use lancet::apply::resolve_file;
+use lancet::edit::TextEditBuilder;
+use lancet::format::{EditOp, ResolveContext, render_unified};
+use lancet::{Document, EditReport, Eol, Format, MatchOptions};
 use proptest::prelude::*;
 
 /// A source-like line: indentation, a few tokens, sometimes trailing spaces;
@@ -56,7 +56,7 @@ fn apply_in(format: Format, doc: &Document, text: &str) -> Option<Document> {
     let mut reports: Vec<EditReport> = (0..ops.len()).map(|i| EditReport::new(i, 0)).collect();
     let opts = MatchOptions::default();
     let ctx = ResolveContext::new(&opts);
-    let out = lancet::resolve_file(doc, &ops, &ctx, false, &mut reports);
+    let out = resolve_file(doc, &ops, &ctx, false, &mut reports);
     reports.iter().all(|r| r.status.is_ok()).then_some(out)
 }
 
@@ -178,7 +178,7 @@ proptest! {
     fn render_parse_apply_round_trips(before in arb_lines(25), after in arb_lines(25)) {
         let before_text = join(&before, "\n", true);
         let after_text = join(&after, "\n", true);
-        let rendered = SearchReplace.render("f.txt", &before_text, &after_text);
+        let rendered = Format::SearchReplace.render("f.txt", &before_text, &after_text);
         let doc = Document::from_text(&before_text);
         // SEARCH needs some non-blank text: a file of only blank lines cannot be addressed.
         if before_text == after_text || before.iter().all(|l| l.trim().is_empty()) {
@@ -202,7 +202,7 @@ proptest! {
     fn udiff_round_trips(before in arb_lines(25), after in arb_lines(25), fin in any::<bool>()) {
         let b = join(&before, "\n", fin);
         let a = join(&after, "\n", fin);
-        let diff = lancet::render_unified(Some("f.txt"), Some("f.txt"), &b, &a, 3);
+        let diff = render_unified(Some("f.txt"), Some("f.txt"), &b, &a, 3);
         prop_assume!(b != a);
         let got = apply_in(Format::UnifiedDiff, &Document::from_text(&b), &diff);
         prop_assert!(got.is_some(), "diff failed to apply:\n{}", diff);
@@ -216,7 +216,7 @@ proptest! {
         let b = join(&before, "\r\n", true);
         let a = join(&after, "\r\n", true);
         prop_assume!(b != a);
-        let diff = lancet::render_unified(Some("f.txt"), Some("f.txt"), &b, &a, 3);
+        let diff = render_unified(Some("f.txt"), Some("f.txt"), &b, &a, 3);
         let got = apply_in(Format::UnifiedDiff, &Document::from_text(&b), &diff);
         prop_assert!(got.is_some(), "diff failed to apply:\n{}", diff);
         let got = got.unwrap();
@@ -235,7 +235,7 @@ proptest! {
         let b = join(&before, "\n", true);
         let a = join(&after, "\n", true);
         prop_assume!(b != a);
-        let diff = lancet::render_unified(Some("f.txt"), Some("f.txt"), &b, &a, 3);
+        let diff = render_unified(Some("f.txt"), Some("f.txt"), &b, &a, 3);
         let pad: String = (0..shift).map(|i| format!("# unrelated line {i}\n")).collect();
         if let Some(got) = apply_in(Format::UnifiedDiff, &Document::from_text(&format!("{pad}{b}")), &diff) {
             prop_assert_eq!(got.text(), format!("{pad}{a}"), "diff:\n{}", diff);

@@ -33,9 +33,10 @@ use super::types::{EditEvent, READ_WHOLE_MAX, Refusal, Tool, ToolOutcome};
 use super::{Record, Tools, refuse};
 use crate::agent::permissions::Decision;
 use crate::agent::words;
+use crate::format::render_unified;
 use crate::report::{ApplyReport, EditError, FileReport, FileStatus};
 use crate::workspace::{Change, WorkspaceError, content_hash};
-use crate::{DecodeError, Document, Format, Patch, render_unified};
+use crate::{DecodeError, Document, Format, Patch};
 
 /// Longest line `read` shows in full, in characters.
 const MAX_LINE_CHARS: usize = 2000;
@@ -202,7 +203,7 @@ impl Tools {
         };
         ToolOutcome {
             edit: Some(EditEvent {
-                report_json: report.to_json(),
+                report_json: crate::feedback::json_report(&report).to_value(),
                 diff,
             }),
             ..ToolOutcome::ok(message)
@@ -288,7 +289,7 @@ impl Tools {
         ToolOutcome {
             is_error: !report.ok,
             edit: Some(EditEvent {
-                report_json: report.to_json(),
+                report_json: crate::feedback::json_report(&report).to_value(),
                 diff,
             }),
             ..ToolOutcome::ok(content)

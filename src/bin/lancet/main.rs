@@ -68,18 +68,18 @@ fn main() -> ExitCode {
 
 /// An error as `apply --json`'s report object: the planned files when there
 /// is a plan, and the error's words as the message.
-fn error_report(e: &Error) -> serde_json::Value {
-    let mut v = match e {
+fn error_report(e: &Error) -> lancet::ReportJson {
+    let mut report = match e {
         Error::Commit {
             report: Some(report),
             ..
-        } => report.to_json(),
-        _ => serde_json::json!({"files": []}),
+        } => lancet::feedback::json_report(report),
+        _ => lancet::ReportJson::malformed(String::new()),
     };
-    v["ok"] = serde_json::json!(false);
-    v["written"] = serde_json::json!(false);
-    v["message"] = serde_json::json!(e.to_string());
-    v
+    report.ok = false;
+    report.written = false;
+    report.message = e.to_string();
+    report
 }
 
 /// An error's words with control characters escaped: they quote paths,
@@ -195,11 +195,13 @@ fn apply(args: &ApplyArgs) -> Result<Exit, Error> {
         plan.into_report()
     };
     if args.json {
-        let mut v = report.to_json();
-        if args.dry_run {
-            v["diff"] = serde_json::json!(diff_text);
-        }
-        println!("{v}");
+        let json = lancet::feedback::json_report(&report);
+        let json = if args.dry_run {
+            json.with_diff(diff_text)
+        } else {
+            json
+        };
+        println!("{json}");
     } else if !args.check {
         let message = style::message(&report, &outline);
         if args.dry_run {
