@@ -10,21 +10,21 @@
 use super::types::{Block, Message, Role};
 use super::words;
 
-pub use super::words::PRUNED;
+pub(crate) use super::words::PRUNED;
 
 /// Tool outputs in the most recent messages are never pruned.
-pub const KEEP_RECENT: usize = 4;
+pub(crate) const KEEP_RECENT: usize = 4;
 
 /// Outputs shorter than this are not worth pruning.
 const PRUNE_OVER: usize = 400;
 
 /// A rough token count for text: four bytes a token.
-pub fn estimate(text: &str) -> u64 {
+pub(crate) fn estimate(text: &str) -> u64 {
     (text.len() as u64).div_ceil(4)
 }
 
 /// The estimated tokens of a conversation and its system prompt.
-pub fn estimate_messages(system: &str, messages: &[Message]) -> u64 {
+pub(crate) fn estimate_messages(system: &str, messages: &[Message]) -> u64 {
     estimate(system)
         + messages
             .iter()
@@ -41,7 +41,7 @@ pub fn estimate_messages(system: &str, messages: &[Message]) -> u64 {
 
 /// Replaces long tool outputs older than the last [`KEEP_RECENT`] messages
 /// with [`PRUNED`]; returns the estimated tokens saved.
-pub fn prune(messages: &mut [Message]) -> u64 {
+pub(crate) fn prune(messages: &mut [Message]) -> u64 {
     let old = messages.len().saturating_sub(KEEP_RECENT);
     let mut saved = 0;
     for m in &mut messages[..old] {
@@ -59,7 +59,7 @@ pub fn prune(messages: &mut [Message]) -> u64 {
 
 /// The request that asks the model for a summary: the conversation as plain
 /// text (so it fits any wire's rules on message order), then the question.
-pub fn summary_request(messages: &[Message]) -> Message {
+pub(crate) fn summary_request(messages: &[Message]) -> Message {
     let mut text = String::from(words::TRANSCRIPT_INTRO);
     for m in messages {
         for b in &m.blocks {
@@ -80,7 +80,7 @@ pub fn summary_request(messages: &[Message]) -> Message {
 
 /// The conversation after a summary: the task (the first user message, and
 /// the latest one if it differs), then the summary.
-pub fn restart(messages: &[Message], summary: &str) -> Vec<Message> {
+pub(crate) fn restart(messages: &[Message], summary: &str) -> Vec<Message> {
     let plain = |m: &&Message| {
         m.role == Role::User && m.blocks.iter().all(|b| matches!(b, Block::Text { .. }))
     };

@@ -15,13 +15,19 @@
 //!
 //! Nothing here is reachable without the `agent` feature; the engine builds
 //! and is tested without it.
+//!
+//! Public: the entry points the `lancet` binary (and an embedder building
+//! its own shell) drives — configuration, models, permissions, providers,
+//! the loop, the sandbox, sessions, tools and the conversation types.
+//! Crate-private: the loop's own machinery (`context`: compaction;
+//! `recover`: text tool calls) and the words.
 
 pub mod config;
-pub mod context;
+pub(crate) mod context;
 pub mod models;
 pub mod permissions;
 pub mod provider;
-pub mod recover;
+pub(crate) mod recover;
 pub mod run;
 pub mod sandbox;
 pub mod session;

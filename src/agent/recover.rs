@@ -13,7 +13,7 @@ use serde_json::Value;
 
 /// A recovered call: the tool's name and its arguments as JSON text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TextCall {
+pub(crate) struct TextCall {
     /// The tool.
     pub name: String,
     /// The arguments, as JSON text.
@@ -22,7 +22,7 @@ pub struct TextCall {
 
 /// The calls `reply` holds, if it unambiguously holds any; `tools` are the
 /// names the model was offered.
-pub fn recover(reply: &str, tools: &[String]) -> Vec<TextCall> {
+pub(crate) fn recover(reply: &str, tools: &[String]) -> Vec<TextCall> {
     let tagged = tagged(reply);
     if !tagged.is_empty() {
         // Every tagged block must be a call: one bad block means none are taken.
