@@ -87,7 +87,8 @@ pub(crate) fn text_call_result(
 // Compaction
 
 /// What a pruned output says instead.
-pub(crate) const PRUNED: &str = "[output pruned to save context; call the tool again if you need it]";
+pub(crate) const PRUNED: &str =
+    "[output pruned to save context; call the tool again if you need it]";
 
 /// Opens the summary request, before the conversation as plain text.
 pub(crate) const TRANSCRIPT_INTRO: &str = "Here is a coding session so far:\n\n";

@@ -44,7 +44,7 @@ pub(crate) fn of<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["event"] == kind).collect()
 }
 
-fn root_with(files: &[(&str, &str)]) -> tempfile::TempDir {
+pub(crate) fn root_with(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for (path, text) in files {
         std::fs::write(dir.path().join(path), text).unwrap();

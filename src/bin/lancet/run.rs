@@ -17,7 +17,8 @@ use lancet::Workspace;
 use lancet::agent::config::{self, Layer, Trusted, WireKind};
 use lancet::agent::models::{EditMode, Models};
 use lancet::agent::permissions::{
-    Answer, Effect, Mode, NoTerminal, Permissions, Prompter, Question, Rule, confirmation,
+    Answer, Effect, Layout, Mode, NoTerminal, Permissions, Prompter, Question, Rule, confirmation,
+    for_terminal,
 };
 use lancet::agent::provider::{Provider, ProviderConfig, Wire};
 use lancet::agent::run::{self, Ending, Event, RunConfig};
@@ -570,6 +571,10 @@ fn show(e: &Event, json: bool) {
         }
         return;
     }
+    // Everything shown comes from the model, a tool or a file: a control
+    // character in it is shown as an escape, never acted on by the terminal.
+    let line = |t: &str| for_terminal(t, Layout::Line).into_owned();
+    let block = |t: &str| for_terminal(t, Layout::Block).into_owned();
     if let Event::ToolResult {
         is_error: true,
         content,
@@ -577,20 +582,23 @@ fn show(e: &Event, json: bool) {
     } = e
     {
         let first = content.lines().next().unwrap_or("");
-        anstream::println!("{}", style::paint(style::BAD, &format!("  ✗ {first}")));
+        anstream::println!(
+            "{}",
+            style::paint(style::BAD, &format!("  ✗ {}", line(first)))
+        );
         return;
     }
     let mut out = std::io::stdout().lock();
     let _ = match e {
-        Event::Text { text } => write!(out, "{text}"),
+        Event::Text { text } => write!(out, "{}", block(text)),
         Event::ToolCall { name, arguments } => {
             let mut args: String = arguments.chars().take(100).collect();
             if args.len() < arguments.len() {
                 args.push('…');
             }
-            writeln!(out, "\n→ {name} {args}")
+            writeln!(out, "\n→ {} {}", line(name), line(&args))
         }
-        Event::Edit { diff, .. } => write!(out, "{diff}"),
+        Event::Edit { diff, .. } => write!(out, "{}", block(diff)),
         Event::Compacted { pruned, summary } => writeln!(
             out,
             "\n[context compacted: {}]",

@@ -273,3 +273,44 @@ async fn a_spoofed_prompt_shows_the_real_command() {
     let shown = "touch pwned #\\r\\x1b[2Kls -la ";
     assert!(asked[0].ends_with(&format!("Allow bash {shown}{tail}? [y/N] ")));
 }
+
+/// Item 13, what `lancet run` prints: a model's text, a tool call's
+/// arguments and a failed call's result reach the terminal with their
+/// control characters escaped (a `\r` and an ANSI sequence in the reply
+/// could otherwise rewrite what the person reads).
+#[test]
+fn the_run_shows_untrusted_text_escaped() {
+    use crate::agent_run::{root_with, run};
+    use crate::llm_server::{LlmServer, Scripted};
+    let dir = root_with(&[("a.txt", "x\n")]);
+    let server = LlmServer::start(vec![
+        Scripted::openai_turn(
+            "Done.\r\x1b[2Kall tests pass\n",
+            &[(
+                "c1",
+                "read",
+                &json!({"path": "missing\x1b[8m.txt"}).to_string(),
+            )],
+        ),
+        Scripted::openai_text("bye\x1b]0;owned\x07"),
+    ]);
+    let out = run(
+        dir.path(),
+        &[
+            "--base-url",
+            &server.openai_base_url(),
+            "-m",
+            "gpt-4o",
+            "--yes",
+            "hi",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        !stdout.contains('\x1b') && !stdout.contains('\r'),
+        "{stdout:?}"
+    );
+    assert!(stdout.contains(r"Done.\r\x1b[2Kall tests pass"), "{stdout}");
+    assert!(stdout.contains(r"bye\x1b]0;owned\x07"), "{stdout}");
+}
