@@ -25,7 +25,9 @@ use crate::report::{
     SyntaxPolicy, Warning,
 };
 use crate::text::Document;
-use crate::workspace::{Change, Workspace, WorkspaceError, content_hash};
+use crate::workspace::{
+    Change, CommitOptions, Workspace, WorkspaceError, WorkspaceLock, content_hash,
+};
 
 /// How an apply behaves. `Default` is the CLI's default.
 #[derive(Debug, Clone, Default)]
@@ -46,6 +48,9 @@ pub struct ApplyOptions {
     pub seen: HashMap<String, Document>,
     /// What to do when an edit introduces a syntax error (needs the `syntax` feature).
     pub syntax: SyntaxPolicy,
+    /// Write files that lack write permission for their owner (refused
+    /// otherwise: someone marked them read-only on purpose).
+    pub force: bool,
 }
 
 /// A resolved apply, ready to be written.
@@ -54,6 +59,8 @@ pub struct Plan {
     report: ApplyReport,
     /// What changes on disk, per file, in input order.
     writes: Vec<PlannedFile>,
+    /// [`ApplyOptions::force`], for the commit.
+    force: bool,
 }
 
 /// One file's planned change: `after` at `new_path` (or nothing: deleted).
@@ -106,8 +113,22 @@ impl Plan {
         !self.writes.is_empty()
     }
 
-    /// Writes every change in one transaction and returns the final report.
-    pub fn commit(mut self, ws: &Workspace) -> Result<ApplyReport, WorkspaceError> {
+    /// Writes every change in one transaction (under the root's lock) and
+    /// returns the final report.
+    pub fn commit(self, ws: &Workspace) -> Result<ApplyReport, WorkspaceError> {
+        if self.writes.is_empty() {
+            return Ok(self.report);
+        }
+        let lock = ws.lock()?;
+        self.commit_locked(&lock)
+    }
+
+    /// [`commit`](Self::commit) under a lock the caller took before
+    /// [`plan`]: nobody else's apply can come between the plan and its writes.
+    pub fn commit_locked(
+        mut self,
+        lock: &WorkspaceLock<'_>,
+    ) -> Result<ApplyReport, WorkspaceError> {
         if self.writes.is_empty() {
             return Ok(self.report);
         }
@@ -131,7 +152,11 @@ impl Plan {
                 });
             }
         }
-        ws.commit(&changes)?;
+        let opts = CommitOptions {
+            force: self.force,
+            ..CommitOptions::default()
+        };
+        lock.commit(&changes, &opts)?;
         self.report.written = true;
         Ok(self.report)
     }
@@ -211,7 +236,22 @@ pub fn plan(ws: &Workspace, patch: &Patch, opts: &ApplyOptions) -> Plan {
     let mut originals: HashMap<String, Document> = HashMap::new();
     let mut touched: Vec<String> = Vec::new();
     for work in group(patch, opts.default_path.as_ref()) {
-        let (mut report, outcome) = plan_file(ws, &work, opts);
+        let (mut report, mut outcome) = plan_file(ws, &work, opts);
+        // A file someone made read-only is not rewritten behind their back.
+        if let Some(o) = outcome
+            .as_mut()
+            .filter(|o| o.change.is_some() && o.readonly)
+        {
+            if !opts.force {
+                fail_all(
+                    &mut report,
+                    EditError::PathRefused {
+                        why: PathProblem::ReadOnly,
+                    },
+                );
+                o.change = None;
+            }
+        }
         // Two changes to one path (other than merged edits) would race: refuse the later.
         let paths: Vec<String> = [Some(report.path.clone()), report.new_path.clone()]
             .into_iter()
@@ -266,7 +306,11 @@ pub fn plan(ws: &Workspace, patch: &Patch, opts: &ApplyOptions) -> Plan {
         originals.iter().map(|(p, d)| (p.as_str(), d)).collect();
     before.extend(writes.iter().map(|w| (w.path.as_str(), &w.before)));
     report.message = feedback::apply_message(&report, &before, opts.partial);
-    Plan { report, writes }
+    Plan {
+        report,
+        writes,
+        force: opts.force,
+    }
 }
 
 /// What a file becomes: `change` is `None` when nothing is written, else the
@@ -275,6 +319,8 @@ struct Outcome {
     before: Document,
     hash: Option<u64>,
     change: Option<(Option<Document>, Option<String>, Option<u32>)>,
+    /// The file has no write permission for its owner.
+    readonly: bool,
 }
 
 impl Outcome {
@@ -284,6 +330,7 @@ impl Outcome {
             before,
             hash,
             change: None,
+            readonly: false,
         }
     }
 }
@@ -305,6 +352,38 @@ fn fail_all(report: &mut FileReport, e: EditError) {
 }
 
 fn path_problem(e: &WorkspaceError) -> EditError {
+    let why = match e {
+        WorkspaceError::ParentNotDirectory { parent, .. } => {
+            return EditError::ParentNotDirectory {
+                parent: parent.clone(),
+            };
+        }
+        WorkspaceError::ConfigFile { .. } => PathProblem::Config,
+        WorkspaceError::NotRegular { found, .. } => PathProblem::NotRegular { found: *found },
+        WorkspaceError::TooLarge { bytes, limit, .. } => PathProblem::TooLarge {
+            bytes: *bytes,
+            limit: *limit,
+        },
+        WorkspaceError::ReadOnly { .. } => PathProblem::ReadOnly,
+        WorkspaceError::PathTooLong { bytes, .. } => PathProblem::TooLong { bytes: *bytes },
+        WorkspaceError::PathChanged { .. } => PathProblem::Changed,
+        _ => return path_problem_basic(e),
+    };
+    EditError::PathRefused { why }
+}
+
+/// The refusal of the destination of a move: the same problems, naming `to`.
+fn destination_problem(to: &str, e: &WorkspaceError) -> EditError {
+    match path_problem(e) {
+        EditError::PathRefused { why } => EditError::DestinationRefused {
+            to: to.to_owned(),
+            why,
+        },
+        other => other,
+    }
+}
+
+fn path_problem_basic(e: &WorkspaceError) -> EditError {
     match e {
         WorkspaceError::Io { source, .. } => EditError::Unreadable {
             kind: source.kind(),
@@ -360,6 +439,16 @@ fn plan_file(
         fail_all(&mut report, EditError::NoPath);
         return (report, None);
     };
+    // Every change here writes (or deletes) the file: what may not be written
+    // at all (a symlink, a FIFO, lancet's configuration) is refused unread.
+    if let Err(e) = ws.check_write(path) {
+        if let WorkspaceError::PathTooLong { path, .. } = &e {
+            // A hostile path of megabytes is not echoed back whole, not even in JSON.
+            report.path = path.clone();
+        }
+        fail_all(&mut report, path_problem(&e));
+        return (report, None);
+    }
     let state = match ws.read(path) {
         Ok(s) => s,
         Err(e) => {
@@ -396,6 +485,10 @@ fn plan_file(
         None => Document::default(),
     };
     if let Some(to) = &work.rename_to {
+        if let Err(e) = ws.check_write(to) {
+            fail_all(&mut report, destination_problem(to, &e));
+            return (report, None);
+        }
         match ws.read(to) {
             Ok(None) => {}
             Ok(Some(_)) if !exists => {
@@ -421,7 +514,7 @@ fn plan_file(
                 return (report, None);
             }
             Err(e) => {
-                fail_all(&mut report, path_problem(&e));
+                fail_all(&mut report, destination_problem(to, &e));
                 return (report, None);
             }
         }
@@ -465,6 +558,7 @@ fn plan_file(
                     before: doc,
                     hash,
                     change,
+                    readonly: old_mode.is_some_and(|m| m & 0o200 == 0),
                 }),
             )
         }
@@ -560,6 +654,7 @@ fn plan_file(
                     before: doc,
                     hash,
                     change,
+                    readonly: old_mode.is_some_and(|m| m & 0o200 == 0),
                 }),
             )
         }

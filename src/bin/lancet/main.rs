@@ -174,12 +174,26 @@ fn apply(args: ApplyArgs) -> u8 {
     let mut opts = ApplyOptions::default();
     opts.matching = matching;
     opts.partial = args.partial;
+    opts.force = args.force;
     opts.default_path = args.file.clone();
     opts.syntax = match args.syntax {
         Some(cli::SyntaxPolicy::Warn) => lancet::SyntaxPolicy::Warn,
         Some(cli::SyntaxPolicy::Off) => lancet::SyntaxPolicy::Off,
         // Reject by default: broken code never reaches disk silently.
         Some(cli::SyntaxPolicy::Reject) | None => lancet::SyntaxPolicy::Reject,
+    };
+    let write = !args.dry_run && !args.check;
+    // Held from the plan through the commit: another lancet applying here
+    // waits, so neither plans against a file the other is about to replace.
+    // A root that cannot be locked (a read-only file system) is still read;
+    // its commit, if it has anything to write, fails on its own.
+    let lock = match write.then(|| ws.lock()).transpose() {
+        Ok(lock) => lock,
+        Err(e @ WorkspaceError::Busy { .. }) => {
+            eprintln!("lancet: {}", feedback::workspace_error(&e));
+            return status::FAILED;
+        }
+        Err(_) => None,
     };
     let plan = lancet::plan(&ws, &patch, &opts);
     let io_failure = plan
@@ -193,12 +207,15 @@ fn apply(args: ApplyArgs) -> u8 {
     } else {
         String::new()
     };
-    let write = !args.dry_run && !args.check;
     let report = if write {
-        match plan.commit(&ws) {
+        let committed = match &lock {
+            Some(lock) => plan.commit_locked(lock),
+            None => plan.commit(&ws),
+        };
+        match committed {
             Ok(r) => r,
             Err(e) => {
-                eprintln!("lancet: nothing was written: {e}");
+                eprintln!("lancet: {}", feedback::workspace_error(&e));
                 return if e.is_io() {
                     status::IO
                 } else {
@@ -308,7 +325,7 @@ fn undo(args: UndoArgs) -> u8 {
             status::FAILED
         }
         Err(e) => {
-            eprintln!("lancet: undo failed, nothing was changed: {e}");
+            eprintln!("lancet: undo failed: {}", feedback::workspace_error(&e));
             if e.is_io() {
                 status::IO
             } else {
@@ -328,15 +345,20 @@ fn view(args: ViewArgs) -> u8 {
             ));
         }
     };
-    let bytes = match std::fs::read(&args.file) {
+    // A FIFO would block and a device would never end: refused before reading.
+    let bytes = match lancet::read_regular_file(&args.file, lancet::MAX_FILE_BYTES) {
         Ok(b) => b,
-        Err(e) => {
-            eprintln!("lancet: cannot read {}: {e}", args.file.display());
-            return if e.kind() == std::io::ErrorKind::NotFound {
+        Err(WorkspaceError::Io { source, .. }) => {
+            eprintln!("lancet: cannot read {}: {source}", args.file.display());
+            return if source.kind() == std::io::ErrorKind::NotFound {
                 status::USAGE
             } else {
                 status::IO
             };
+        }
+        Err(e) => {
+            eprintln!("lancet: {}", feedback::workspace_error(&e));
+            return status::FAILED;
         }
     };
     let doc = match lancet::Document::from_vec(bytes) {
