@@ -780,6 +780,9 @@ pub fn parse_error(e: &ParseError, format: Option<&str>) -> String {
         ParseError::Unsupported { line, what } => format!(
             "Line {line}: {what} are not supported. Nothing was applied."
         ),
+        ParseError::BadMode { line, mode } => format!(
+            "Line {line} gives the file mode {mode}; lancet sets only the modes git records for a regular file: 100644 (not executable) or 100755 (executable). Nothing was applied."
+        ),
         ParseError::Unrecognised => "The input is not in any edit format lancet knows. Expected one of: SEARCH/REPLACE blocks (`<<<<<<< SEARCH` … `=======` … `>>>>>>> REPLACE`); a unified diff (`--- a/file`, `+++ b/file`, `@@ … @@` hunks); hashline directives (`@@ file PATH`, `@@ replace 12:ZPM`); an apply_patch envelope (`*** Begin Patch` … `*** End Patch`); a whole file (its path, then its content in a ``` fence); or a tool call's JSON arguments. Use --format to name the format.".to_owned(),
     }
 }

@@ -121,6 +121,14 @@ pub enum ParseError {
     /// `--format auto` could not tell which format the input is.
     #[error("unrecognised input")]
     Unrecognised,
+    /// A file mode that is not one git records for a regular file (100644, 100755).
+    #[error("line {line}: file mode {mode} refused")]
+    BadMode {
+        /// Line where it appears.
+        line: usize,
+        /// The mode as written (at most 16 characters of it).
+        mode: String,
+    },
 }
 
 /// What one file should undergo.
