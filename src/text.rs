@@ -476,7 +476,10 @@ mod tests {
     #[test]
     fn lone_cr_at_the_end_survives() {
         let d = Document::from_text("one\rtwo\rthree\r");
-        assert_eq!(edit(&d, 0..1, &["ONE\rtwo\rthree\r"]).text(), "ONE\rtwo\rthree\r");
+        assert_eq!(
+            edit(&d, 0..1, &["ONE\rtwo\rthree\r"]).text(),
+            "ONE\rtwo\rthree\r"
+        );
         let d = Document::from_text("a\nb\r");
         assert_eq!(edit(&d, 0..1, &["A"]).text(), "A\nb\r");
         assert_eq!(edit(&d, 1..2, &["B\r"]).text(), "a\nB\r");

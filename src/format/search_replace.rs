@@ -732,6 +732,25 @@ fn fragment_candidates(joined: &Joined, occurrences: &[Range<usize>]) -> Vec<Can
 
 /// Whether `replace` adds something `search` lacks (so finding it proves the edit is in).
 fn adds_lines(search: &[String], replace: &[String]) -> bool {
+    // A non-blank line REPLACE has more often than SEARCH is an addition
+    // whatever the alignment: counted in linear time, which also spares the
+    // line diff (quadratic when the two sides share nothing) on huge blocks.
+    let mut counts: std::collections::HashMap<&str, isize> = std::collections::HashMap::new();
+    for l in search {
+        *counts.entry(l.as_str()).or_default() += 1;
+    }
+    for l in replace.iter().filter(|l| !l.trim().is_empty()) {
+        let c = counts.entry(l.as_str()).or_default();
+        *c -= 1;
+        if *c < 0 {
+            return true;
+        }
+    }
+    // Only reordering can add a line now; past this size the diff could cost
+    // seconds, and "no" only means the edit is not taken as already applied.
+    if search.len().saturating_mul(replace.len()) > 1 << 24 {
+        return false;
+    }
     ops_from_diff(search, replace)
         .iter()
         .any(|op| matches!(op, splice::Op::Add(l) if !l.trim().is_empty()))

@@ -1109,7 +1109,11 @@ pub fn render_unified(
     }
     let old = old_path.map_or_else(|| "/dev/null".to_owned(), |p| format!("a/{p}"));
     let new = new_path.map_or_else(|| "/dev/null".to_owned(), |p| format!("b/{p}"));
-    similar::TextDiff::from_lines(before, after)
+    // Two large regions with nothing in common cost the diff minutes (n·d);
+    // past a second it settles for a coarser diff, which is still correct.
+    similar::TextDiff::configure()
+        .timeout(std::time::Duration::from_secs(1))
+        .diff_lines(before, after)
         .unified_diff()
         .context_radius(context)
         .missing_newline_hint(true)
