@@ -1024,6 +1024,53 @@ fn not_found(doc: &Document, needle: &[&str], opts: &MatchOptions) -> MatchError
     nearest_failure(doc, &hay, &pin, None, opts)
 }
 
+/// Whether the document's best approximate place for `needle` is at
+/// `region`: no window elsewhere beats the best window overlapping it by the
+/// fuzzy tier's dominance margin (windows scored as the fuzzy tier scores
+/// them, within the same work budget; windows near `region` are always among
+/// those scored). A place elsewhere must lead clearly, as a fuzzy match must.
+///
+/// "The edit is already applied" means the new text sits where the old text
+/// would have matched. When the old text is closer to somewhere else (a
+/// twin of the line to change, with a typo in the quoted text), the new text
+/// found at `region` is a different place that merely looks done.
+pub(crate) fn best_place_is<S: AsRef<str>>(
+    doc: &Document,
+    needle: &[S],
+    region: Range<usize>,
+    opts: &MatchOptions,
+) -> bool {
+    let needle: Vec<&str> = needle.iter().map(AsRef::as_ref).collect();
+    let hay = Haystack::new(doc);
+    let pin = Needle::new(&needle);
+    let m = pin.nb.len();
+    if m == 0 {
+        return false;
+    }
+    let mut scorer = Scorer::new(doc, &hay, &pin);
+    let windows = scorer.windows();
+    if windows == 0 {
+        // The file is shorter than the needle: no place competes.
+        return true;
+    }
+    let (scores, _) = score_windows(&mut scorer, Some(region.start), windows, opts);
+    let (mut inside, mut outside) = (None::<f64>, None::<f64>);
+    for sc in scores {
+        let span = hay.nb[sc.start]..hay.nb[sc.start + m - 1] + 1;
+        let slot = if span.start < region.end && region.start < span.end {
+            &mut inside
+        } else {
+            &mut outside
+        };
+        *slot = Some(slot.map_or(sc.similarity, |b| b.max(sc.similarity)));
+    }
+    match (inside, outside) {
+        (Some(i), Some(o)) => o - i < opts.fuzzy_margin,
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -756,27 +756,48 @@ fn adds_lines(search: &[String], replace: &[String]) -> bool {
         .any(|op| matches!(op, splice::Op::Add(l) if !l.trim().is_empty()))
 }
 
-/// The REPLACE text is in the file at a strict tier: the edit is already there.
+/// What looking for the REPLACE text found.
+enum Done {
+    /// REPLACE sits where SEARCH would have matched: the edit is already there.
+    Here(Resolution),
+    /// REPLACE is in the file, but SEARCH's best approximate place is
+    /// elsewhere: that text is not this edit's result.
+    Elsewhere,
+    /// REPLACE is not in the file (or proves nothing).
+    Absent,
+}
+
+/// Whether the edit is already applied: REPLACE is in the file at a strict
+/// tier, once, *and* at the place SEARCH would have matched — the line
+/// `hint` names, or the place in the file most similar to SEARCH. A REPLACE
+/// found anywhere else is [`Done::Elsewhere`].
 fn already_applied(
     doc: &Document,
     search: &[String],
     replace: &[String],
     max_tier: Tier,
-) -> Option<Resolution> {
+    hint: Option<usize>,
+) -> Done {
     if replace.iter().all(|l| l.trim().is_empty()) || !adds_lines(search, replace) {
-        return None;
+        return Done::Absent;
     }
     let strict = MatchOptions {
         max_tier,
         nearest: false,
         ..MatchOptions::default()
     };
-    let m = matcher::locate(doc, replace, None, &strict).ok()?;
+    let Ok(m) = matcher::locate(doc, replace, None, &strict) else {
+        return Done::Absent;
+    };
+    let hinted = hint.is_some_and(|h| m.range.start.saturating_sub(2) <= h && h < m.range.end + 2);
+    if !hinted && !matcher::best_place_is(doc, search, m.range.clone(), &MatchOptions::default()) {
+        return Done::Elsewhere;
+    }
     let mut r = Resolution::status(EditStatus::AlreadyApplied);
     r.tier = Some(m.tier);
     r.similarity = Some(m.similarity);
     r.lines = Some(m.range);
-    Some(r)
+    Done::Here(r)
 }
 
 /// How much REPLACE resembles SEARCH (0–1): the share of lines a line diff keeps.
@@ -1016,8 +1037,11 @@ impl SearchReplace {
         }
         // A re-sent block whose REPLACE is in the file word for word is done, even if
         // a tolerant tier could find its SEARCH (blank-line drift would match it again).
-        if let Some(res) = already_applied(doc, &primary.search, &primary.replace, Tier::Exact) {
-            return Ok(res);
+        let mut elsewhere = false;
+        match already_applied(doc, &primary.search, &primary.replace, Tier::Exact, hint) {
+            Done::Here(res) => return Ok(res),
+            Done::Elsewhere => elsewhere = true,
+            Done::Absent => {}
         }
         if let Some(res) = pass(Tier::Unicode)? {
             return Ok(res);
@@ -1028,13 +1052,35 @@ impl SearchReplace {
                 return Ok(res);
             }
         }
-        if let Some(res) = already_applied(
+        match already_applied(
             doc,
             &primary.search,
             &primary.replace,
             Tier::Indent.min(opts.max_tier),
+            hint,
         ) {
-            return Ok(res);
+            Done::Here(res) => return Ok(res),
+            Done::Elsewhere => elsewhere = true,
+            Done::Absent => {}
+        }
+        if elsewhere {
+            // The REPLACE text stands somewhere SEARCH does not point to, and
+            // SEARCH itself is not in the file: neither "done" nor a guess
+            // nearby is honest. Not found, with the places most like SEARCH.
+            let nearest = MatchOptions {
+                max_tier: opts.max_tier.min(Tier::Unicode),
+                ..opts.clone()
+            };
+            return Err(matcher::locate(doc, &primary.search, hint, &nearest)
+                .err()
+                .map_or(
+                    EditError::NotFound {
+                        nearest: Vec::new(),
+                        bounded: false,
+                        after_edit: None,
+                    },
+                    EditError::from,
+                ));
         }
         let mut failure = None;
         for (s, r, stripped) in variants(primary) {
