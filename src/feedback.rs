@@ -813,7 +813,8 @@ fn file_refusal(path: &str, why: PathProblem) -> Option<String> {
             "{path} is refused: it is read-only (its owner has no write permission), so someone meant it not to change. Nothing was written. Make it writable first, or pass --force to `lancet apply`."
         ),
         PathProblem::TooLong { bytes } => format!(
-            "{path} is refused: the path is {bytes} bytes long, longer than any file system allows."
+            "{path} is refused: the path is {bytes} bytes long; lancet takes paths up to {} bytes, with names up to 255.",
+            crate::workspace::MAX_PATH_BYTES
         ),
         PathProblem::Changed => format!(
             "{path} is refused: a directory on the way to it was replaced while lancet was reading it. Nothing was written; check the directory and try again."

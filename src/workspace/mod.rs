@@ -98,10 +98,15 @@ pub fn content_hash(bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytes)
 }
 
-/// A path as messages show it: whole up to 200 characters, else its first 200
-/// and its length, so a hostile multi-megabyte path is never echoed back whole.
+/// A path as messages show it: whole up to 256 characters, else its first
+/// 200 and its length, so a hostile multi-megabyte path is never echoed back
+/// whole. A clipped path is short enough never to be clipped again.
 pub fn clip_path(path: &str) -> Cow<'_, str> {
     const SHOWN: usize = 200;
+    const LONGEST: usize = 256;
+    if path.char_indices().nth(LONGEST).is_none() {
+        return Cow::Borrowed(path);
+    }
     match path.char_indices().nth(SHOWN) {
         None => Cow::Borrowed(path),
         Some((cut, _)) => Cow::Owned(format!("{}… ({} bytes)", &path[..cut], path.len())),
@@ -1556,5 +1561,137 @@ mod tests {
         put(&ws, "file", b"");
         let file = Workspace::open(&ws.root().join("file"));
         assert!(matches!(file, Err(E::RootNotDirectory { .. })));
+    }
+
+    /// Security item 5: a file changed between the commit's own read and its
+    /// renames (here, after staging and journalling) refuses the commit:
+    /// nothing is written, nothing is journalled, the other writer's bytes stay.
+    #[test]
+    fn a_change_during_the_commit_is_refused() {
+        let (_dir, ws) = setup();
+        let (a, b) = (put(&ws, "a.txt", b"a\n"), put(&ws, "b.txt", b"b\n"));
+        let root = ws.root().to_path_buf();
+        HOOK.set(Some((
+            Point::BeforeRecheck,
+            Box::new(move || fs::write(root.join("b.txt"), b"B by someone else\n").unwrap()),
+        )));
+        let err = ws
+            .commit(&[
+                write("a.txt", b"A\n", Some(a)),
+                write("b.txt", b"B\n", Some(b)),
+            ])
+            .unwrap_err();
+        HOOK.set(None);
+        assert!(
+            matches!(err, E::Stale { ref path } if path == "b.txt"),
+            "{err:?}"
+        );
+        assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"a\n");
+        assert_eq!(on_disk(&ws, "b.txt").unwrap(), b"B by someone else\n");
+        assert_eq!(journal_len(&ws), 0);
+        assert_eq!(listing(&ws), [".lancet", "a.txt", "b.txt"]);
+    }
+
+    /// Security item 5: the same size and a restored mtime do not hide a
+    /// change: the content is compared too.
+    #[cfg(unix)]
+    #[test]
+    fn a_same_size_change_with_the_old_mtime_is_refused() {
+        let (_dir, ws) = setup();
+        let a = put(&ws, "a.txt", b"one\n");
+        let path = ws.root().join("a.txt");
+        let mtime = fs::metadata(&path).unwrap().modified().unwrap();
+        HOOK.set(Some((
+            Point::BeforeRecheck,
+            Box::new(move || {
+                fs::write(&path, b"two\n").unwrap();
+                let f = fs::File::options().write(true).open(&path).unwrap();
+                f.set_modified(mtime).unwrap();
+            }),
+        )));
+        let err = ws.commit(&[write("a.txt", b"ONE\n", Some(a))]).unwrap_err();
+        HOOK.set(None);
+        assert!(matches!(err, E::Stale { .. }), "{err:?}");
+        assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"two\n");
+    }
+
+    /// Security item 6: a directory swapped for a symlink after the commit
+    /// resolved its paths (staging done, before the last checks) refuses the
+    /// commit; nothing is written through the link.
+    #[cfg(unix)]
+    #[test]
+    fn a_directory_swapped_for_a_symlink_mid_commit_is_refused() {
+        use std::os::unix::fs::symlink;
+        let (_dir, ws) = setup();
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("a.txt"), b"a\n").unwrap();
+        let a = put(&ws, "sub/a.txt", b"a\n");
+        let (root, out) = (ws.root().to_path_buf(), outside.path().to_path_buf());
+        HOOK.set(Some((
+            Point::BeforeRecheck,
+            Box::new(move || {
+                fs::rename(root.join("sub"), root.join("moved")).unwrap();
+                symlink(&out, root.join("sub")).unwrap();
+            }),
+        )));
+        let err = ws
+            .commit(&[write("sub/a.txt", b"A\n", Some(a))])
+            .unwrap_err();
+        HOOK.set(None);
+        assert!(matches!(err, E::PathChanged { .. }), "{err:?}");
+        assert_eq!(fs::read(outside.path().join("a.txt")).unwrap(), b"a\n");
+        assert_eq!(on_disk(&ws, "moved/a.txt").unwrap(), b"a\n");
+        let names: Vec<_> = fs::read_dir(outside.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "no temp file left outside");
+    }
+
+    /// Security item 6: even a swap after the last checks, right before the
+    /// rename, cannot redirect the write: the rename goes through the handle
+    /// of the directory that was checked, never through the new symlink.
+    #[cfg(unix)]
+    #[test]
+    fn a_swap_after_the_checks_still_writes_inside() {
+        use std::os::unix::fs::symlink;
+        let (_dir, ws) = setup();
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("a.txt"), b"a\n").unwrap();
+        let a = put(&ws, "sub/a.txt", b"a\n");
+        let (root, out) = (ws.root().to_path_buf(), outside.path().to_path_buf());
+        HOOK.set(Some((
+            Point::BeforeRename,
+            Box::new(move || {
+                fs::rename(root.join("sub"), root.join("moved")).unwrap();
+                symlink(&out, root.join("sub")).unwrap();
+            }),
+        )));
+        ws.commit(&[write("sub/a.txt", b"A\n", Some(a))]).unwrap();
+        HOOK.set(None);
+        assert_eq!(fs::read(outside.path().join("a.txt")).unwrap(), b"a\n");
+        assert_eq!(on_disk(&ws, "moved/a.txt").unwrap(), b"A\n");
+    }
+
+    /// Security item 5: one lancet at a time: a second lock waits, bounded,
+    /// then says another is applying; a commit under a held lock waits too.
+    #[test]
+    fn a_held_lock_makes_others_wait_then_refuse() {
+        let (_dir, ws) = setup();
+        let h = put(&ws, "a.txt", b"a\n");
+        let other = Workspace::open(ws.root())
+            .unwrap()
+            .with_lock_wait(Duration::from_millis(50));
+        let held = ws.lock().unwrap();
+        assert!(matches!(other.lock(), Err(E::Busy { .. })));
+        let busy = other
+            .commit(&[write("a.txt", b"A\n", Some(h))])
+            .unwrap_err();
+        assert!(matches!(busy, E::Busy { .. }), "{busy:?}");
+        held.commit(
+            &[write("a.txt", b"A\n", Some(h))],
+            &CommitOptions::default(),
+        )
+        .unwrap();
+        drop(held);
+        assert!(other.lock().is_ok());
+        assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"A\n");
     }
 }
