@@ -334,9 +334,9 @@ fn exact_starts(doc: &Document, needle: &[&str]) -> Vec<usize> {
         }
         let start = k - a;
         let mut equal = true;
-        for i in 0..m {
+        for (i, line) in needle.iter().enumerate() {
             work += 1;
-            if doc.line(start + i) != needle[i] {
+            if doc.line(start + i) != *line {
                 equal = false;
                 break;
             }

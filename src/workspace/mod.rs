@@ -1241,11 +1241,15 @@ enum Point {
     BeforeRename,
 }
 
+/// A test's action at a point of the commit.
+#[cfg(test)]
+type Hook = (Point, Box<dyn FnOnce()>);
+
 #[cfg(test)]
 thread_local! {
     /// Test hook: runs once when the commit reaches its point (a race, made
     /// to happen where real ones can).
-    static HOOK: std::cell::Cell<Option<(Point, Box<dyn FnOnce()>)>> = const { std::cell::Cell::new(None) };
+    static HOOK: std::cell::Cell<Option<Hook>> = const { std::cell::Cell::new(None) };
 }
 
 /// Runs the test hook set for `_at`, if any; a no-op outside tests.
