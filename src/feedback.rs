@@ -375,7 +375,7 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
             if candidates.is_empty() {
                 out.push('.');
             } else {
-                let _ = write!(out, ": lines {}.", list(&candidate_ranges(candidates)));
+                let _ = write!(out, ": lines {}.", places(candidates));
             }
         }
         EditError::Conflict { other, lines: l } => {
