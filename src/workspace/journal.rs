@@ -19,6 +19,9 @@
 //!
 //! Owns: the entry layout, the manifest and its validation. Does not own what
 //! a commit or an undo does with it (the workspace).
+//!
+//! Invariant: nothing outside an entry's own directory is ever read, written
+//! or deleted on the word of a manifest.
 
 use std::ffi::OsStr;
 use std::io::{Read, Write};

@@ -19,6 +19,9 @@
 //! Owns: taking, holding and releasing the lock. Does not own what is done
 //! under it: [`WorkspaceLock::commit`] and [`WorkspaceLock::undo`] hand back
 //! to the workspace.
+//!
+//! Invariant: a [`WorkspaceLock`] exists only while its lock is held, and
+//! waiting for one never exceeds the workspace's `lock_wait`.
 
 use std::time::{Duration, Instant};
 
