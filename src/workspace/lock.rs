@@ -20,8 +20,9 @@
 //! under it: [`WorkspaceLock::commit`] and [`WorkspaceLock::undo`] hand back
 //! to the workspace.
 //!
-//! Invariant: a [`WorkspaceLock`] exists only while its lock is held, and
-//! waiting for one never exceeds the workspace's `lock_wait`.
+//! Invariant: a [`WorkspaceLock`] exists only while its lock is held (or on a
+//! file system that has no advisory locks, where the identity checks before
+//! every rename remain), and waiting for one never exceeds `lock_wait`.
 
 use std::time::{Duration, Instant};
 
