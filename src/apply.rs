@@ -36,7 +36,9 @@ use crate::report::{
     PathProblem, SyntaxPolicy, Warning,
 };
 use crate::text::Document;
-use crate::workspace::{Change, Workspace, WorkspaceError, content_hash};
+use crate::workspace::{
+    Change, CommitOptions, Workspace, WorkspaceError, WorkspaceLock, content_hash,
+};
 
 /// How an apply behaves. `Default` is the CLI's default.
 #[derive(Debug, Clone, Default)]
@@ -57,6 +59,9 @@ pub struct ApplyOptions {
     pub seen: HashMap<String, Document>,
     /// What to do when an edit introduces a syntax error (needs the `syntax` feature).
     pub syntax: SyntaxPolicy,
+    /// Write files that lack write permission for their owner (refused
+    /// otherwise: someone marked them read-only on purpose).
+    pub force: bool,
 }
 
 /// A resolved apply, ready to be written.
@@ -67,6 +72,8 @@ pub struct Plan {
     outline: Vec<feedback::Subject>,
     /// What changes on disk, per file, in input order.
     writes: Vec<PlannedFile>,
+    /// [`ApplyOptions::force`], for the commit.
+    force: bool,
 }
 
 /// One file's planned change: `after` at `new_path` (or nothing: deleted).
@@ -125,8 +132,22 @@ impl Plan {
         !self.writes.is_empty()
     }
 
-    /// Writes every change in one transaction and returns the final report.
-    pub fn commit(mut self, ws: &Workspace) -> Result<ApplyReport, WorkspaceError> {
+    /// Writes every change in one transaction (under the root's lock) and
+    /// returns the final report.
+    pub fn commit(self, ws: &Workspace) -> Result<ApplyReport, WorkspaceError> {
+        if self.writes.is_empty() {
+            return Ok(self.report);
+        }
+        let lock = ws.lock()?;
+        self.commit_locked(&lock)
+    }
+
+    /// [`commit`](Self::commit) under a lock the caller took before
+    /// [`plan`]: nobody else's apply can come between the plan and its writes.
+    pub fn commit_locked(
+        mut self,
+        lock: &WorkspaceLock<'_>,
+    ) -> Result<ApplyReport, WorkspaceError> {
         if self.writes.is_empty() {
             return Ok(self.report);
         }
@@ -150,7 +171,11 @@ impl Plan {
                 });
             }
         }
-        ws.commit(&changes)?;
+        let opts = CommitOptions {
+            force: self.force,
+            ..CommitOptions::default()
+        };
+        lock.commit(&changes, &opts)?;
         self.report.written = true;
         Ok(self.report)
     }
@@ -235,9 +260,16 @@ struct Read {
 trait Files {
     /// The file at `path` (`None`: it does not exist), or why it cannot be read.
     fn read(&self, path: &str) -> Result<Option<Read>, WorkspaceError>;
+    /// Whether `path` may be written at all (not a symlink, a special file,
+    /// lancet's own configuration…), checked before it is read.
+    fn check_write(&self, path: &str) -> Result<(), WorkspaceError>;
 }
 
 impl Files for Workspace {
+    fn check_write(&self, path: &str) -> Result<(), WorkspaceError> {
+        Workspace::check_write(self, path)
+    }
+
     fn read(&self, path: &str) -> Result<Option<Read>, WorkspaceError> {
         Ok(Workspace::read(self, path)?.map(|s| Read {
             bytes: s.bytes,
@@ -254,6 +286,11 @@ struct OneFile<'a> {
 }
 
 impl Files for OneFile<'_> {
+    /// In memory nothing is on disk to refuse.
+    fn check_write(&self, _path: &str) -> Result<(), WorkspaceError> {
+        Ok(())
+    }
+
     fn read(&self, path: &str) -> Result<Option<Read>, WorkspaceError> {
         Ok(same_path(path, self.path).then(|| Read {
             bytes: self.content.as_bytes().to_vec(),
@@ -355,7 +392,22 @@ fn plan_in(
     let mut originals: HashMap<String, Document> = HashMap::new();
     let mut touched: Vec<String> = Vec::new();
     for work in group(patch, default_path) {
-        let (mut report, outcome) = plan_file(files_in, &work, opts);
+        let (mut report, mut outcome) = plan_file(files_in, &work, opts);
+        // A file someone made read-only is not rewritten behind their back.
+        if let Some(o) = outcome
+            .as_mut()
+            .filter(|o| o.change.is_some() && o.readonly)
+        {
+            if !opts.force {
+                fail_all(
+                    &mut report,
+                    EditError::PathRefused {
+                        why: PathProblem::ReadOnly,
+                    },
+                );
+                o.change = None;
+            }
+        }
         // Two changes to one path (other than merged edits) would race: refuse the later.
         let paths: Vec<String> = [Some(report.path.clone()), report.new_path.clone()]
             .into_iter()
@@ -415,6 +467,7 @@ fn plan_in(
         report,
         outline,
         writes,
+        force: opts.force,
     }
 }
 
@@ -424,6 +477,8 @@ struct Outcome {
     before: Document,
     hash: Option<u64>,
     change: Option<(Option<Document>, Option<String>, Option<u32>)>,
+    /// The file has no write permission for its owner.
+    readonly: bool,
 }
 
 impl Outcome {
@@ -433,6 +488,7 @@ impl Outcome {
             before,
             hash,
             change: None,
+            readonly: false,
         }
     }
 }
@@ -454,6 +510,38 @@ fn fail_all(report: &mut FileReport, e: EditError) {
 }
 
 fn path_problem(e: &WorkspaceError) -> EditError {
+    let why = match e {
+        WorkspaceError::ParentNotDirectory { parent, .. } => {
+            return EditError::ParentNotDirectory {
+                parent: parent.clone(),
+            };
+        }
+        WorkspaceError::ConfigFile { .. } => PathProblem::Config,
+        WorkspaceError::NotRegular { found, .. } => PathProblem::NotRegular { found: *found },
+        WorkspaceError::TooLarge { bytes, limit, .. } => PathProblem::TooLarge {
+            bytes: *bytes,
+            limit: *limit,
+        },
+        WorkspaceError::ReadOnly { .. } => PathProblem::ReadOnly,
+        WorkspaceError::PathTooLong { bytes, .. } => PathProblem::TooLong { bytes: *bytes },
+        WorkspaceError::PathChanged { .. } => PathProblem::Changed,
+        _ => return path_problem_basic(e),
+    };
+    EditError::PathRefused { why }
+}
+
+/// The refusal of the destination of a move: the same problems, naming `to`.
+fn destination_problem(to: &str, e: &WorkspaceError) -> EditError {
+    match path_problem(e) {
+        EditError::PathRefused { why } => EditError::DestinationRefused {
+            to: to.to_owned(),
+            why,
+        },
+        other => other,
+    }
+}
+
+fn path_problem_basic(e: &WorkspaceError) -> EditError {
     match e {
         WorkspaceError::Io { source, .. } => EditError::Unreadable {
             kind: source.kind(),
@@ -509,6 +597,16 @@ fn plan_file(
         fail_all(&mut report, EditError::NoPath);
         return (report, None);
     };
+    // Every change here writes (or deletes) the file: what may not be written
+    // at all (a symlink, a FIFO, lancet's configuration) is refused unread.
+    if let Err(e) = ws.check_write(path) {
+        if let WorkspaceError::PathTooLong { path, .. } = &e {
+            // A hostile path of megabytes is not echoed back whole, not even in JSON.
+            report.path = path.clone();
+        }
+        fail_all(&mut report, path_problem(&e));
+        return (report, None);
+    }
     let state = match ws.read(path) {
         Ok(s) => s,
         Err(e) => {
@@ -545,6 +643,10 @@ fn plan_file(
         None => Document::default(),
     };
     if let Some(to) = &work.rename_to {
+        if let Err(e) = ws.check_write(to) {
+            fail_all(&mut report, destination_problem(to, &e));
+            return (report, None);
+        }
         match ws.read(to) {
             Ok(None) => {}
             Ok(Some(_)) if !exists => {
@@ -570,7 +672,7 @@ fn plan_file(
                 return (report, None);
             }
             Err(e) => {
-                fail_all(&mut report, path_problem(&e));
+                fail_all(&mut report, destination_problem(to, &e));
                 return (report, None);
             }
         }
@@ -614,6 +716,7 @@ fn plan_file(
                     before: doc,
                     hash,
                     change,
+                    readonly: old_mode.is_some_and(|m| m & 0o200 == 0),
                 }),
             )
         }
@@ -709,6 +812,7 @@ fn plan_file(
                     before: doc,
                     hash,
                     change,
+                    readonly: old_mode.is_some_and(|m| m & 0o200 == 0),
                 }),
             )
         }

@@ -28,6 +28,7 @@ use crate::report::{
     PathProblem, ReportJson, SyntaxIssue, Warning,
 };
 use crate::text::{DecodeError, Document, line_hash};
+use crate::workspace::{FileKind, JournalProblem, WorkspaceError, clip_path};
 
 /// How many lines of a candidate region to quote.
 const QUOTE_LINES: usize = 12;
@@ -311,8 +312,27 @@ fn candidate_ranges(cands: &[Candidate]) -> Vec<String> {
     cands.iter().map(|c| bare_lines(&c.range)).collect()
 }
 
+/// How many places an ambiguity lists before it only counts the rest.
+const PLACES_SHOWN: usize = 5;
+
+/// The places of an ambiguity: all of them up to [`PLACES_SHOWN`], else the
+/// first few and how many more (a SEARCH of identical lines can match
+/// thousands of places; the count is the news, not the list).
+fn places(cands: &[Candidate]) -> String {
+    if cands.len() <= PLACES_SHOWN {
+        return list(&candidate_ranges(cands));
+    }
+    let first = candidate_ranges(&cands[..PLACES_SHOWN]);
+    format!(
+        "{}, and {} more",
+        first.join(", "),
+        cands.len() - PLACES_SHOWN
+    )
+}
+
 /// The words for one failed edit (several lines, each indented by two spaces after the first).
 pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditKind) -> String {
+    let path = &*clip_path(path);
     let words = kind_words(kind);
     let mut out = String::new();
     match e {
@@ -326,18 +346,30 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
         EditError::Unreadable { kind } => {
             let _ = write!(out, "{path} could not be read ({kind}).");
         }
-        EditError::PathRefused { why } => {
-            let why = match why {
-                PathProblem::Outside => "it leads outside the workspace root",
-                PathProblem::Absolute => "it is absolute",
-                PathProblem::Invalid => "it is not a file path",
-                PathProblem::Reserved => "it is inside .lancet/ or .git/, which lancet never edits",
-                PathProblem::Directory => "it is a directory",
-            };
-            let _ = write!(
-                out,
-                "{path} is refused: {why}. Give a path relative to the workspace root, inside it."
-            );
+        EditError::PathRefused { why } => match file_refusal(path, *why) {
+            Some(words) => out.push_str(&words),
+            None => {
+                let why = match why {
+                    PathProblem::Outside => "it leads outside the workspace root",
+                    PathProblem::Absolute => "it is absolute",
+                    PathProblem::Invalid => "it is not a file path",
+                    PathProblem::Reserved => {
+                        "it is inside .lancet/ or .git/, which lancet never edits"
+                    }
+                    PathProblem::Directory => "it is a directory",
+                    _ => "it cannot be edited",
+                };
+                let _ = write!(
+                    out,
+                    "{path} is refused: {why}. Give a path relative to the workspace root, inside it."
+                );
+            }
+        },
+        EditError::DestinationRefused { to, why } => {
+            out.push_str(&destination_refusal(path, to, *why));
+        }
+        EditError::ParentNotDirectory { parent } => {
+            out.push_str(&under_a_file(path, parent));
         }
         EditError::NotFound {
             nearest,
@@ -392,7 +424,7 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
             } else {
                 format!(" ({} tier)", tier.name())
             };
-            let at = list(&candidate_ranges(candidates));
+            let at = places(candidates);
             let n = candidates.len();
             let (what, advice) = words.ambiguous;
             let _ = write!(out, "{what} {n} places in {path}{how}: lines {at}{advice}");
@@ -419,7 +451,7 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
             if candidates.is_empty() {
                 out.push('.');
             } else {
-                let _ = write!(out, ": lines {}.", list(&candidate_ranges(candidates)));
+                let _ = write!(out, ": lines {}.", places(candidates));
             }
         }
         EditError::Conflict { other, lines: l } => {
@@ -568,6 +600,8 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
 }
 
 fn edit_line(path: &str, e: &EditReport, doc: Option<&Document>) -> String {
+    let shown = clip_path(path);
+    let path = &*shown;
     let n = e.index + 1;
     let words = kind_words(e.kind);
     let (noun, what) = (words.noun, words.already_has);
@@ -874,6 +908,9 @@ pub fn parse_error(e: &ParseError, format: Option<&str>) -> String {
         ParseError::Unsupported { line, what } => format!(
             "Line {line}: {what} are not supported. Nothing was applied."
         ),
+        ParseError::BadMode { line, mode } => format!(
+            "Line {line} gives the file mode {mode}; lancet sets only the modes git records for a regular file: 100644 (not executable) or 100755 (executable). Nothing was applied."
+        ),
         ParseError::Unrecognised => "The input is not in any edit format lancet knows. Expected one of: SEARCH/REPLACE blocks (`<<<<<<< SEARCH` … `=======` … `>>>>>>> REPLACE`); a unified diff (`--- a/file`, `+++ b/file`, `@@ … @@` hunks); hashline directives (`@@ file PATH`, `@@ replace 12:ZPM`); an apply_patch envelope (`*** Begin Patch` … `*** End Patch`); a whole file (its path, then its content in a ``` fence); or a tool call's JSON arguments. Use --format to name the format.".to_owned(),
     }
 }
@@ -889,4 +926,175 @@ pub fn json_report(report: &ApplyReport) -> ReportJson {
             .map(|err| edit_error(path, err, None, e.kind));
         (warnings, error)
     })
+}
+
+// ---------------------------------------------------------------- the disk
+
+/// Words for a file the workspace refuses to read or write, for the refusals
+/// that are about the file itself rather than its path (`None` for those).
+fn file_refusal(path: &str, why: PathProblem) -> Option<String> {
+    let path = clip_path(path);
+    Some(match why {
+        PathProblem::Config => format!(
+            "{path} is refused: it is lancet's own configuration, which edits never change. Nothing was written; if it must change, a person changes it."
+        ),
+        PathProblem::NotRegular {
+            found: FileKind::Symlink,
+        } => format!(
+            "{path} is refused: it is a symlink, and lancet does not replace a symlink with a file (the link would be lost, and undo could not bring it back). Edit the file it points to instead."
+        ),
+        PathProblem::NotRegular { found } => format!(
+            "{path} is refused: it is {}, not a regular file; lancet reads and writes regular files only.",
+            found.describe()
+        ),
+        PathProblem::TooLarge { bytes, limit } => format!(
+            "{path} is refused: it is {bytes} bytes, more than the {limit} bytes lancet reads."
+        ),
+        PathProblem::ReadOnly => format!(
+            "{path} is refused: it is read-only (its owner has no write permission), so someone meant it not to change. Nothing was written. Make it writable first, or pass --force to `lancet apply`."
+        ),
+        PathProblem::TooLong { bytes } => format!(
+            "{path} is refused: the path is {bytes} bytes long; lancet takes paths up to {} bytes, with names up to 255.",
+            crate::workspace::MAX_PATH_BYTES
+        ),
+        PathProblem::Changed => format!(
+            "{path} is refused: a directory on the way to it was replaced while lancet was reading it. Nothing was written; check the directory and try again."
+        ),
+        PathProblem::Outside
+        | PathProblem::Absolute
+        | PathProblem::Invalid
+        | PathProblem::Reserved
+        | PathProblem::Directory => return None,
+    })
+}
+
+/// Words for a move or rename whose destination is refused: they name the destination.
+pub fn destination_refusal(from: &str, to: &str, why: PathProblem) -> String {
+    let (from, to) = (clip_path(from), clip_path(to));
+    let why = match why {
+        PathProblem::Outside => "it leads outside the workspace root".to_owned(),
+        PathProblem::Absolute => "it is absolute".to_owned(),
+        PathProblem::Invalid => "it is not a file path".to_owned(),
+        PathProblem::Reserved => {
+            "it is inside .lancet/ or .git/, which lancet never edits".to_owned()
+        }
+        PathProblem::Directory => "it is a directory".to_owned(),
+        PathProblem::Config => {
+            "it is lancet's own configuration, which edits never change".to_owned()
+        }
+        PathProblem::NotRegular { found } => format!("it is {}", found.describe()),
+        PathProblem::TooLarge { bytes, .. } => format!("it is a file of {bytes} bytes"),
+        PathProblem::ReadOnly => "it is read-only".to_owned(),
+        PathProblem::TooLong { bytes } => format!("the path is {bytes} bytes long"),
+        PathProblem::Changed => "a directory on the way to it was replaced meanwhile".to_owned(),
+    };
+    format!(
+        "{from} cannot be moved to {to}: the destination {to} is refused: {why}. Nothing was written; choose another destination."
+    )
+}
+
+/// Words for a file that would be created under something that is not a directory.
+pub fn under_a_file(path: &str, parent: &str) -> String {
+    let (path, parent) = (clip_path(path), clip_path(parent));
+    format!(
+        "{path} cannot be created: {parent} is a file, not a directory. Nothing was written; choose another path, or move {parent} first."
+    )
+}
+
+/// What is wrong with an undo journal entry, in words.
+pub fn journal_problem(problem: &JournalProblem) -> String {
+    match problem {
+        JournalProblem::Syntax { line, column } => format!(
+            "its manifest.json is not the JSON lancet writes (error at line {line}, column {column})"
+        ),
+        JournalProblem::TooLarge { bytes } => {
+            format!("its manifest.json is {bytes} bytes, far more than lancet ever writes")
+        }
+        JournalProblem::SavedName { saved } => format!(
+            "it names the saved copy {:?}, which is not a file of the entry (lancet names them 0, 1, 2, …)",
+            clip_path(saved)
+        ),
+        JournalProblem::SavedMissing { path } => format!(
+            "it records {} as existing before the apply but names no saved copy of it (or names a copy of a file that did not exist)",
+            clip_path(path)
+        ),
+        JournalProblem::HashMissing { path } => format!(
+            "it names a saved copy of {} without the hash to check the copy against",
+            clip_path(path)
+        ),
+        JournalProblem::Duplicate { path } => {
+            format!("it lists {} twice", clip_path(path))
+        }
+        JournalProblem::NotRegular { name, found } => {
+            format!(
+                "its {name} is {}, not a file lancet wrote",
+                found.describe()
+            )
+        }
+        JournalProblem::CopyMissing { saved } => {
+            format!("its saved copy files/{saved} is missing")
+        }
+    }
+}
+
+/// The words for a workspace failure as a person reads it (`lancet apply`,
+/// `lancet undo`): what happened, that nothing was changed, what to do.
+pub fn workspace_error(e: &WorkspaceError) -> String {
+    use WorkspaceError as W;
+    match e {
+        W::StateEntry {
+            path,
+            found,
+            expected,
+        } => format!(
+            "{path} is {}, but lancet keeps {} there; it is neither followed nor replaced, and nothing was written. Remove it (`rm {}{path}`) and run lancet again: lancet makes it anew.",
+            found.describe(),
+            expected.describe(),
+            if *found == FileKind::Directory {
+                "-r "
+            } else {
+                ""
+            },
+        ),
+        W::JournalCorrupt { entry, problem } => format!(
+            "the undo journal entry .lancet/undo/{entry} is not as lancet writes it: {}. Nothing was changed. Look at that directory, then delete it to undo the apply before it.",
+            journal_problem(problem)
+        ),
+        W::JournalDamaged { path } => format!(
+            "the undo journal's copy of {} does not hold what was saved (the machine may have stopped before it reached the disk). Nothing was changed.",
+            clip_path(path)
+        ),
+        W::Busy { waited } => format!(
+            "another lancet is applying in this directory (waited {:.1} s for it); nothing was written. Try again when it has finished.",
+            waited.as_secs_f64()
+        ),
+        W::Stale { path } => format!(
+            "{} changed on disk while lancet was applying; nothing was written. Apply again against its current content.",
+            clip_path(path)
+        ),
+        W::PathChanged { path } => format!(
+            "a directory on the way to {} was replaced while lancet was writing; nothing was written.",
+            clip_path(path)
+        ),
+        W::ParentNotDirectory { path, parent } => under_a_file(path, parent),
+        W::ReadOnly { path } => file_refusal(path, PathProblem::ReadOnly).unwrap_or_default(),
+        W::ConfigFile { path } => file_refusal(path, PathProblem::Config).unwrap_or_default(),
+        W::NotRegular { path, found } => {
+            file_refusal(path, PathProblem::NotRegular { found: *found }).unwrap_or_default()
+        }
+        W::TooLarge { path, bytes, limit } => file_refusal(
+            path,
+            PathProblem::TooLarge {
+                bytes: *bytes,
+                limit: *limit,
+            },
+        )
+        .unwrap_or_default(),
+        W::IsDirectory { path } => format!("{} is a directory, not a file.", clip_path(path)),
+        W::Io { path, source } => format!(
+            "{}: {source}. Nothing was written.",
+            clip_path(&path.to_string_lossy())
+        ),
+        other => format!("{other}; nothing was written."),
+    }
 }

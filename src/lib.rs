@@ -87,5 +87,7 @@ pub use report::{
 };
 pub use text::{DecodeError, Document, Eol, line_hash};
 pub use workspace::{
-    Change, CommitReceipt, FileState, UndoReceipt, Workspace, WorkspaceError, content_hash,
+    Change, CommitOptions, CommitReceipt, FileKind, FileState, JournalProblem, MAX_FILE_BYTES,
+    MAX_PATH_BYTES, StateDir, UndoReceipt, Workspace, WorkspaceError, WorkspaceLock, clip_path,
+    content_hash, read_regular_file,
 };

@@ -276,7 +276,7 @@ fn candidates(
     if needle.is_empty() {
         return Err(MatchError::EmptyNeedle);
     }
-    let exact = exact_candidates(doc, needle);
+    let exact = exact_starts(doc, needle);
     if needle.iter().all(|l| l.trim().is_empty()) {
         // Blank lines can only be matched as they are: every tolerant tier
         // would find blank lines everywhere.
@@ -286,19 +286,19 @@ fn candidates(
                 bounded: false,
             })
         } else {
-            Ok(exact)
+            exact_matches(&exact, needle.len(), hint, all)
         };
     }
     if !exact.is_empty() || opts.max_tier == Tier::Exact {
         return if exact.is_empty() {
             Err(not_found(doc, needle, opts))
         } else {
-            Ok(exact)
+            exact_matches(&exact, needle.len(), hint, all)
         };
     }
     let hay = Haystack::new(doc);
     let pin = Needle::new(needle);
-    let tolerant = tolerant_candidates(doc, &hay, &pin, opts.max_tier);
+    let tolerant = tolerant_candidates(doc, &hay, &pin, opts.max_tier, hint, all)?;
     if !tolerant.is_empty() {
         return Ok(tolerant);
     }
@@ -310,19 +310,24 @@ fn candidates(
 
 // ---------------------------------------------------------------- exact tier
 
-fn exact_candidates(doc: &Document, needle: &[&str]) -> Vec<Match> {
-    let m = needle.len();
-    if m == 0 || m > doc.line_count() {
+/// Where every line of `needle` equals the document's, as start lines.
+///
+/// Anchored on the needle's longest line (the least likely to recur): only
+/// its occurrences are compared further. When the needle repeats itself (n
+/// identical lines against 4n), anchors are everywhere and comparing at each
+/// costs n·4n; once the comparisons pass a linear budget the search restarts
+/// as Knuth–Morris–Pratt over lines, which finds every start in one pass.
+fn exact_starts(doc: &Document, needle: &[&str]) -> Vec<usize> {
+    let (n, m) = (doc.line_count(), needle.len());
+    if m == 0 || m > n {
         return Vec::new();
     }
-    // Anchor on the longest needle line: it is the least likely to recur.
     let (a, anchor) = needle
         .iter()
         .enumerate()
         .max_by_key(|(_, l)| l.len())
         .map(|(i, l)| (i, *l))
         .unwrap_or((0, ""));
-    let mut out = Vec::new();
     // With an index, only the anchor's occurrences are visited; without one,
     // a scan whose per-line cost is a length compare (most lines differ in length).
     let indexed: Vec<usize>;
@@ -338,22 +343,120 @@ fn exact_candidates(doc: &Document, needle: &[&str]) -> Vec<Match> {
                 .map(|(k, _)| k),
         ),
     };
+    let budget = 4 * (n + m) + 4096;
+    let mut work = 0usize;
+    let mut out = Vec::new();
     for k in hits {
-        if k < a || k - a + m > doc.line_count() {
+        if k < a || k - a + m > n {
             continue;
         }
         let start = k - a;
-        if (0..m).all(|i| doc.line(start + i) == needle[i]) {
-            out.push(Match {
-                range: start..start + m,
-                tier: Tier::Exact,
-                similarity: 1.0,
-                alignment: (start..start + m).map(Some).collect(),
-                by_hint: false,
-            });
+        let mut equal = true;
+        for (i, line) in needle.iter().enumerate() {
+            work += 1;
+            if doc.line(start + i) != *line {
+                equal = false;
+                break;
+            }
+        }
+        if equal {
+            out.push(start);
+        }
+        if work > budget {
+            return kmp_starts(n, m, |i| doc.line(i), |j| needle[j], |a, b| a == b);
         }
     }
     out
+}
+
+/// Every start at which `needle(0..m)` occurs in `hay(0..n)` (overlapping
+/// occurrences too), in O(n + m) comparisons: Knuth–Morris–Pratt.
+fn kmp_starts<T: Copy>(
+    n: usize,
+    m: usize,
+    hay: impl Fn(usize) -> T,
+    needle: impl Fn(usize) -> T,
+    eq: impl Fn(T, T) -> bool,
+) -> Vec<usize> {
+    if m == 0 || m > n {
+        return Vec::new();
+    }
+    let mut fail = vec![0usize; m];
+    let mut k = 0;
+    for i in 1..m {
+        while k > 0 && !eq(needle(i), needle(k)) {
+            k = fail[k - 1];
+        }
+        if eq(needle(i), needle(k)) {
+            k += 1;
+        }
+        fail[i] = k;
+    }
+    let mut out = Vec::new();
+    k = 0;
+    for i in 0..n {
+        let x = hay(i);
+        while k > 0 && !eq(x, needle(k)) {
+            k = fail[k - 1];
+        }
+        if eq(x, needle(k)) {
+            k += 1;
+        }
+        if k == m {
+            out.push(i + 1 - m);
+            k = fail[k - 1];
+        }
+    }
+    out
+}
+
+/// How many alignment entries (candidates × needle lines) the matcher
+/// builds at most: beyond it, candidates are reported by their ranges only.
+const MATERIALIZE_CELLS: usize = 1 << 21;
+/// How many line comparisons the tolerant tiers spend classifying candidate
+/// windows (windows × needle lines) before they settle for ambiguity.
+const CLASSIFY_LINES: usize = 1 << 18;
+
+fn exact_match(start: usize, m: usize) -> Match {
+    Match {
+        range: start..start + m,
+        tier: Tier::Exact,
+        similarity: 1.0,
+        alignment: (start..start + m).map(Some).collect(),
+        by_hint: false,
+    }
+}
+
+/// The exact tier's matches from their starts. Several matches are built
+/// only while that stays within [`MATERIALIZE_CELLS`]; beyond it a single
+/// place (`all == false`) is still picked by the hint, and otherwise the
+/// answer is the ambiguity, every place listed by its range.
+fn exact_matches(
+    starts: &[usize],
+    m: usize,
+    hint: Option<usize>,
+    all: bool,
+) -> Result<Vec<Match>, MatchError> {
+    if starts.len() == 1 || starts.len().saturating_mul(m) <= MATERIALIZE_CELLS {
+        return Ok(starts.iter().map(|&s| exact_match(s, m)).collect());
+    }
+    if !all {
+        if let Some(i) = hint.and_then(|h| pick_by_hint(starts, h)) {
+            let mut chosen = exact_match(starts[i], m);
+            chosen.by_hint = true;
+            return Ok(vec![chosen]);
+        }
+    }
+    Err(MatchError::Ambiguous {
+        tier: Tier::Exact,
+        candidates: starts
+            .iter()
+            .map(|&s| Candidate {
+                range: s..s + m,
+                similarity: 1.0,
+            })
+            .collect(),
+    })
 }
 
 // ------------------------------------------------------------ normal forms
@@ -506,25 +609,17 @@ impl<'a> Needle<'a> {
 }
 
 /// Windows of the haystack (as starting indices into `hay.nb`) whose lines
-/// agree with the needle's up to whitespace and Unicode folding.
+/// agree with the needle's up to whitespace and Unicode folding: every
+/// occurrence of the needle's skeleton hashes in the haystack's, found in
+/// linear time whatever the needle repeats.
 fn skeleton_windows(hay: &Haystack, pin: &Needle<'_>) -> Vec<usize> {
-    let m = pin.hashes.len();
-    if m == 0 || m > hay.hashes.len() {
-        return Vec::new();
-    }
-    let a = (0..m).max_by_key(|&j| pin.skel_len[j]).unwrap_or(0);
-    let anchor = pin.hashes[a];
-    let mut out = Vec::new();
-    for (p, &h) in hay.hashes.iter().enumerate() {
-        if h != anchor || p < a || p - a + m > hay.hashes.len() {
-            continue;
-        }
-        let s = p - a;
-        if hay.hashes[s..s + m] == pin.hashes[..] {
-            out.push(s);
-        }
-    }
-    out
+    kmp_starts(
+        hay.hashes.len(),
+        pin.hashes.len(),
+        |i| hay.hashes[i],
+        |j| pin.hashes[j],
+        |a, b| a == b,
+    )
 }
 
 /// Aligns a window (`m` needle non-blank lines starting at `hay.nb[start]`) back
@@ -611,15 +706,64 @@ fn classify(doc: &Document, pin: &Needle<'_>, alignment: &[Option<usize>]) -> Op
     }
 }
 
+/// The tolerant tiers' candidates: every skeleton window classified, the
+/// strictest tier's kept. When classifying them all would pass
+/// [`CLASSIFY_LINES`] (a needle of repeated lines against a file of them), a
+/// hint may still pick one window (`all == false`); otherwise the answer is
+/// the ambiguity, every window listed, at the best tier of those classified.
 fn tolerant_candidates(
     doc: &Document,
     hay: &Haystack,
     pin: &Needle<'_>,
     max_tier: Tier,
-) -> Vec<Match> {
+    hint: Option<usize>,
+    all: bool,
+) -> Result<Vec<Match>, MatchError> {
+    let windows = skeleton_windows(hay, pin);
+    let per_window = pin.lines.len().max(1);
+    let affordable =
+        windows.len() <= 1 || windows.len().saturating_mul(per_window) <= CLASSIFY_LINES;
+    if !affordable {
+        let starts: Vec<usize> = windows.iter().map(|&w| hay.nb[w]).collect();
+        if !all {
+            if let Some(i) = hint.and_then(|h| pick_by_hint(&starts, h)) {
+                let (range, alignment) = align_window(doc, hay, pin, windows[i]);
+                if let Some(tier) = classify(doc, pin, &alignment).filter(|t| *t <= max_tier) {
+                    return Ok(vec![Match {
+                        range,
+                        tier,
+                        similarity: 1.0,
+                        alignment,
+                        by_hint: true,
+                    }]);
+                }
+            }
+        }
+        let mut tier: Option<Tier> = None;
+        for &w in windows.iter().take((CLASSIFY_LINES / per_window).max(1)) {
+            let (_, alignment) = align_window(doc, hay, pin, w);
+            if let Some(t) = classify(doc, pin, &alignment).filter(|t| *t <= max_tier) {
+                tier = Some(tier.map_or(t, |b| b.min(t)));
+            }
+        }
+        let m = pin.nb.len();
+        return match tier {
+            None => Ok(Vec::new()),
+            Some(tier) => Err(MatchError::Ambiguous {
+                tier,
+                candidates: windows
+                    .iter()
+                    .map(|&w| Candidate {
+                        range: hay.nb[w]..hay.nb[w + m - 1] + 1,
+                        similarity: 1.0,
+                    })
+                    .collect(),
+            }),
+        };
+    }
     let mut best: Option<Tier> = None;
     let mut out: Vec<Match> = Vec::new();
-    for start in skeleton_windows(hay, pin) {
+    for start in windows {
         let (range, alignment) = align_window(doc, hay, pin, start);
         let Some(tier) = classify(doc, pin, &alignment) else {
             continue;
@@ -639,7 +783,7 @@ fn tolerant_candidates(
             by_hint: false,
         });
     }
-    out
+    Ok(out)
 }
 
 // ------------------------------------------------------------ fuzzy tier
@@ -730,6 +874,9 @@ impl<'a> Scorer<'a> {
     }
 }
 
+/// The most times a line may recur in a needle and still vote for windows.
+const REPEATS_THAT_VOTE: usize = 16;
+
 /// Window starts worth scoring: those enough needle lines vote for (a needle
 /// line whose skeleton equals a document line votes for the window that would
 /// align them), plus every window near the hint.
@@ -747,6 +894,10 @@ fn voted_windows(
             by_hash.entry(h).or_default().push(j);
         }
     }
+    // A line the needle itself repeats many times says little about where it
+    // goes, and each of its occurrences in the file would vote that many
+    // times (n·4n votes for n identical lines against 4n): it does not vote.
+    by_hash.retain(|_, js| js.len() <= REPEATS_THAT_VOTE);
     let mut votes: HashMap<usize, u32> = HashMap::new();
     for (p, h) in hay.hashes.iter().enumerate() {
         if let Some(js) = by_hash.get(h) {
@@ -889,6 +1040,53 @@ fn not_found(doc: &Document, needle: &[&str], opts: &MatchOptions) -> MatchError
     let hay = Haystack::new(doc);
     let pin = Needle::new(needle);
     nearest_failure(doc, &hay, &pin, None, opts)
+}
+
+/// Whether the document's best approximate place for `needle` is at
+/// `region`: no window elsewhere beats the best window overlapping it by the
+/// fuzzy tier's dominance margin (windows scored as the fuzzy tier scores
+/// them, within the same work budget; windows near `region` are always among
+/// those scored). A place elsewhere must lead clearly, as a fuzzy match must.
+///
+/// "The edit is already applied" means the new text sits where the old text
+/// would have matched. When the old text is closer to somewhere else (a
+/// twin of the line to change, with a typo in the quoted text), the new text
+/// found at `region` is a different place that merely looks done.
+pub(crate) fn best_place_is<S: AsRef<str>>(
+    doc: &Document,
+    needle: &[S],
+    region: Range<usize>,
+    opts: &MatchOptions,
+) -> bool {
+    let needle: Vec<&str> = needle.iter().map(AsRef::as_ref).collect();
+    let hay = Haystack::new(doc);
+    let pin = Needle::new(&needle);
+    let m = pin.nb.len();
+    if m == 0 {
+        return false;
+    }
+    let mut scorer = Scorer::new(doc, &hay, &pin);
+    let windows = scorer.windows();
+    if windows == 0 {
+        // The file is shorter than the needle: no place competes.
+        return true;
+    }
+    let (scores, _) = score_windows(&mut scorer, Some(region.start), windows, opts);
+    let (mut inside, mut outside) = (None::<f64>, None::<f64>);
+    for sc in scores {
+        let span = hay.nb[sc.start]..hay.nb[sc.start + m - 1] + 1;
+        let slot = if span.start < region.end && region.start < span.end {
+            &mut inside
+        } else {
+            &mut outside
+        };
+        *slot = Some(slot.map_or(sc.similarity, |b| b.max(sc.similarity)));
+    }
+    match (inside, outside) {
+        (Some(i), Some(o)) => o - i < opts.fuzzy_margin,
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
 }
 
 #[cfg(test)]

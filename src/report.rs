@@ -207,6 +207,29 @@ pub enum PathProblem {
     Reserved,
     /// It names a directory.
     Directory,
+    /// It is lancet's own configuration file (`.lancet.toml`), which edits may not write.
+    Config,
+    /// It is not a regular file: a symlink (as the target of a write), a FIFO, a device, a socket.
+    NotRegular {
+        /// What is there.
+        found: crate::workspace::FileKind,
+    },
+    /// The file is larger than the workspace reads.
+    TooLarge {
+        /// Its size in bytes.
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The file has no write permission for its owner (`--force` writes it anyway).
+    ReadOnly,
+    /// The path is longer than any file system takes.
+    TooLong {
+        /// Its length in bytes.
+        bytes: usize,
+    },
+    /// A directory on the way was replaced while lancet was reading.
+    Changed,
 }
 
 /// Why an edit could not be applied: data for [`feedback`](crate::feedback).
@@ -366,6 +389,20 @@ pub enum EditError {
         /// The path.
         path: String,
     },
+    /// The destination of a move or rename is refused.
+    #[error("destination {to} refused: {why:?}")]
+    DestinationRefused {
+        /// The destination as written.
+        to: String,
+        /// Why.
+        why: PathProblem,
+    },
+    /// The file would be created under something that is not a directory.
+    #[error("{parent} is not a directory")]
+    ParentNotDirectory {
+        /// The existing non-directory on the way, relative to the root.
+        parent: String,
+    },
 }
 
 impl From<crate::matcher::MatchError> for EditError {
@@ -409,7 +446,9 @@ impl EditError {
             | EditError::ElisionMismatch { .. }
             | EditError::NoPath
             | EditError::AlreadyExists { .. }
-            | EditError::PathTwice { .. } => EditStatus::Invalid,
+            | EditError::PathTwice { .. }
+            | EditError::DestinationRefused { .. }
+            | EditError::ParentNotDirectory { .. } => EditStatus::Invalid,
             EditError::Unplaceable => EditStatus::NotFound,
         }
     }
@@ -604,6 +643,14 @@ pub enum ParseError {
     /// `--format auto` could not tell which format the input is.
     #[error("unrecognised input")]
     Unrecognised,
+    /// A file mode that is not one git records for a regular file (100644, 100755).
+    #[error("line {line}: file mode {mode} refused")]
+    BadMode {
+        /// Line where it appears.
+        line: usize,
+        /// The mode as written (at most 16 characters of it).
+        mode: String,
+    },
 }
 
 // ------------------------------------------------------------------ the `--json` shape

@@ -42,6 +42,10 @@ pub struct DiffRun {
     pub new: Range<usize>,
 }
 
+/// Above this many line pairs (old middle × new middle) the line diff
+/// takes the middle as one replacement instead of searching for the shortest diff.
+const DIFF_CELLS: usize = 1 << 24;
+
 /// A line diff (Patience, via `similar`) as consecutive runs.
 ///
 /// Positions are counted here from the runs' lengths: `similar` reports the
@@ -61,7 +65,20 @@ pub fn line_diff<A: AsRef<str>, B: AsRef<str>>(old: &[A], new: &[B]) -> Vec<Diff
         .take_while(|(a, b)| a == b)
         .count();
     let (old_mid, new_mid) = (&old[head..old.len() - tail], &new[head..new.len() - tail]);
-    let mid = similar::capture_diff_slices(similar::Algorithm::Patience, old_mid, new_mid);
+    // Where the two middles share no unique line, the diff falls back to
+    // Myers, whose cost grows with both lengths times their difference: two
+    // 50,000-line blocks with nothing in common would take minutes. Past a
+    // bound the middle is one replacement, a correct diff if not a minimal one.
+    let mid = if old_mid.len().saturating_mul(new_mid.len()) > DIFF_CELLS {
+        vec![similar::DiffOp::Replace {
+            old_index: 0,
+            old_len: old_mid.len(),
+            new_index: 0,
+            new_len: new_mid.len(),
+        }]
+    } else {
+        similar::capture_diff_slices(similar::Algorithm::Patience, old_mid, new_mid)
+    };
     let ops = std::iter::once((true, head, head))
         .chain(mid.iter().map(|op| {
             let equal = matches!(op, similar::DiffOp::Equal { .. });

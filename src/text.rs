@@ -327,7 +327,14 @@ impl Document {
         let mut cursor = 0usize; // next line of `self` not yet copied
         let n = self.lines.len();
         let mut final_newline = self.has_final_newline();
+        // The ending written after the last line so far: a final newline is
+        // removed by its kind, so a line whose content ends in a lone `\r`
+        // keeps it (`three\r` + `\n` is not `three` + `\r\n`).
+        let mut tail = None;
         for (range, lines) in replacements {
+            if cursor < range.start {
+                tail = Some(self.lines[range.start - 1].eol);
+            }
             out.push_str(&self.text[self.byte_range(cursor..range.start)]);
             let eols = self.endings_for(range.clone(), lines.len(), dominant);
             // An insertion after a last line that lacks an ending gives it one.
@@ -342,10 +349,14 @@ impl Document {
             for (line, eol) in lines.iter().zip(eols) {
                 out.push_str(line);
                 out.push_str(eol.as_str());
+                tail = Some(eol);
             }
             // Replacing the last line with nothing moves the "no final newline"
             // state onto the new last line: handled by the fix-up below.
             cursor = range.end;
+        }
+        if cursor < n {
+            tail = Some(self.lines[n - 1].eol);
         }
         out.push_str(&self.text[self.byte_range(cursor..n)]);
         if let Some(wanted) = final_newline_wanted {
@@ -355,7 +366,7 @@ impl Document {
             // A new file built from lines: end it with a newline, like every editor.
             final_newline = true;
         }
-        set_final_newline(&mut out, final_newline, dominant);
+        set_final_newline(&mut out, final_newline, dominant, tail);
         let lines = line_table(&out);
         Document {
             bom: self.bom,
@@ -408,8 +419,10 @@ pub fn line_hash(line: &str) -> String {
         .collect()
 }
 
-/// Makes `text` end with a newline (of kind `eol`) or not, touching only its end.
-fn set_final_newline(text: &mut String, wanted: bool, eol: Eol) {
+/// Makes `text` end with a newline (of kind `eol`) or not, touching only its
+/// end. `tail` is the ending written after the last line, when known: only
+/// that is removed, so content ending in a lone `\r` keeps it.
+fn set_final_newline(text: &mut String, wanted: bool, eol: Eol, tail: Option<Eol>) {
     if text.is_empty() {
         return;
     }
@@ -418,7 +431,7 @@ fn set_final_newline(text: &mut String, wanted: bool, eol: Eol) {
         text.push_str(eol.as_str());
     } else if !wanted && has {
         text.pop();
-        if text.ends_with('\r') {
+        if tail != Some(Eol::Lf) && text.ends_with('\r') {
             text.pop();
         }
     }
@@ -490,6 +503,23 @@ mod tests {
         assert_eq!(edit(&d, 2..3, &["C", "D"]).text(), "a\nb\nC\nD");
         assert_eq!(edit(&d, 3..3, &["d"]).text(), "a\nb\nc\nd");
         assert_eq!(edit(&d, 2..3, &[]).text(), "a\nb");
+    }
+
+    /// Security item 9: a lone `\r` is content, never half of an ending;
+    /// the last one of a file without a final newline survives an edit.
+    #[test]
+    fn lone_cr_at_the_end_survives() {
+        let d = Document::from_text("one\rtwo\rthree\r");
+        assert_eq!(
+            edit(&d, 0..1, &["ONE\rtwo\rthree\r"]).text(),
+            "ONE\rtwo\rthree\r"
+        );
+        let d = Document::from_text("a\nb\r");
+        assert_eq!(edit(&d, 0..1, &["A"]).text(), "A\nb\r");
+        assert_eq!(edit(&d, 1..2, &["B\r"]).text(), "a\nB\r");
+        // A real CRLF ending still goes when the final newline is dropped.
+        let d = Document::from_text("a\r\nb");
+        assert_eq!(edit(&d, 1..2, &[]).text(), "a");
     }
 
     #[test]

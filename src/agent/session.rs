@@ -4,14 +4,21 @@
 //! A transcript is append-only: one [`Entry`] per line, written as soon as it
 //! happens, so a run that is interrupted leaves everything up to that point.
 //! Resuming replays the messages; a half-written last line is skipped.
+//!
+//! Transcripts hold every file read and every command output, so they are
+//! written only through the workspace's state directory
+//! ([`Workspace::state_dir`]): `.lancet/` and `.lancet/sessions/` must be
+//! real directories inside the root (mode 0700; a symlink there is refused,
+//! never followed) and each transcript is created exclusively, mode 0600.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::types::{Message, Usage};
+use crate::workspace::{StateDir, Workspace, WorkspaceError};
 
 /// One line of a transcript.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -55,25 +62,29 @@ pub struct Session {
     file: File,
 }
 
-fn dir(root: &Path) -> PathBuf {
-    root.join(".lancet").join("sessions")
+/// The root's `.lancet/sessions/`, made when missing, refused when it is not
+/// a real directory inside the root.
+fn dir(root: &Path) -> io::Result<StateDir> {
+    let ws = Workspace::open(root).map_err(into_io)?;
+    ws.state_dir("sessions").map_err(into_io)
+}
+
+/// A workspace refusal as an I/O error (its words kept as the message).
+fn into_io(e: WorkspaceError) -> io::Error {
+    match e {
+        WorkspaceError::Io { source, .. } => source,
+        other => io::Error::other(other),
+    }
 }
 
 impl Session {
     /// Starts a new transcript; its id sorts by time.
     pub fn create(root: &Path, now_millis: u128) -> io::Result<Session> {
-        let dir = dir(root);
-        fs::create_dir_all(&dir)?;
-        let ignore = root.join(".lancet").join(".gitignore");
-        if !ignore.exists() {
-            fs::write(&ignore, "*\n")?;
-        }
+        let dir = dir(root)?;
         let id = format!("{now_millis:016}-{:05}", std::process::id() % 100_000);
-        let path = dir.join(format!("{id}.jsonl"));
-        let file = OpenOptions::new()
-            .create_new(true)
-            .append(true)
-            .open(&path)?;
+        let name = format!("{id}.jsonl");
+        let file = dir.create_file(&name).map_err(into_io)?;
+        let path = dir.path().join(name);
         Ok(Session { id, path, file })
     }
 
@@ -81,21 +92,20 @@ impl Session {
     /// (a compaction replaces what came before it with the task and its
     /// summary; tool calls an interrupted run never answered are dropped).
     pub fn resume_last(root: &Path) -> io::Result<Option<(Session, Vec<Message>)>> {
-        let mut names: Vec<PathBuf> = match fs::read_dir(dir(root)) {
-            Ok(rd) => rd
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-                .collect(),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e),
-        };
+        let dir = dir(root)?;
+        let mut names: Vec<String> = dir
+            .files()
+            .map_err(into_io)?
+            .into_iter()
+            .filter(|n| n.ends_with(".jsonl"))
+            .collect();
         names.sort();
-        let Some(path) = names.pop() else {
+        let Some(name) = names.pop() else {
             return Ok(None);
         };
+        let path = dir.path().join(&name);
         let mut messages = Vec::new();
-        for line in BufReader::new(File::open(&path)?).lines() {
+        for line in BufReader::new(dir.open_file(&name).map_err(into_io)?).lines() {
             // A line cut short by an interrupted run is skipped, not fatal.
             match serde_json::from_str::<Entry>(&line?) {
                 Ok(Entry::Message { message }) => messages.push(message),
@@ -121,12 +131,8 @@ impl Session {
         }) {
             messages.pop();
         }
-        let id = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or_default()
-            .to_owned();
-        let file = OpenOptions::new().append(true).open(&path)?;
+        let id = name.trim_end_matches(".jsonl").to_owned();
+        let file = dir.append_file(&name).map_err(into_io)?;
         Ok(Some((Session { id, path, file }, messages)))
     }
 
@@ -186,7 +192,7 @@ mod tests {
             })
             .unwrap();
         // A line cut short.
-        fs::OpenOptions::new()
+        std::fs::OpenOptions::new()
             .append(true)
             .open(later.path())
             .unwrap()

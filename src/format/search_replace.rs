@@ -738,32 +738,72 @@ fn fragment_candidates(joined: &Joined, occurrences: &[Range<usize>]) -> Vec<Can
 
 /// Whether `replace` adds something `search` lacks (so finding it proves the edit is in).
 fn adds_lines(search: &[String], replace: &[String]) -> bool {
+    // A non-blank line REPLACE has more often than SEARCH is an addition
+    // whatever the alignment: counted in linear time, which also spares the
+    // line diff (quadratic when the two sides share nothing) on huge blocks.
+    let mut counts: std::collections::HashMap<&str, isize> = std::collections::HashMap::new();
+    for l in search {
+        *counts.entry(l.as_str()).or_default() += 1;
+    }
+    for l in replace.iter().filter(|l| !l.trim().is_empty()) {
+        let c = counts.entry(l.as_str()).or_default();
+        *c -= 1;
+        if *c < 0 {
+            return true;
+        }
+    }
+    // Only reordering can add a line now; past this size the diff could cost
+    // seconds, and "no" only means the edit is not taken as already applied.
+    if search.len().saturating_mul(replace.len()) > 1 << 24 {
+        return false;
+    }
     ops_from_diff(search, replace)
         .iter()
         .any(|op| matches!(op, splice::Op::Add(l) if !l.trim().is_empty()))
 }
 
-/// The REPLACE text is in the file at a strict tier: the edit is already there.
+/// What looking for the REPLACE text found.
+enum Done {
+    /// REPLACE sits where SEARCH would have matched: the edit is already there.
+    Here(Resolution),
+    /// REPLACE is in the file, but SEARCH's best approximate place is
+    /// elsewhere: that text is not this edit's result.
+    Elsewhere,
+    /// REPLACE is not in the file (or proves nothing).
+    Absent,
+}
+
+/// Whether the edit is already applied: REPLACE is in the file at a strict
+/// tier, once, *and* at the place SEARCH would have matched — the line
+/// `hint` names, or the place in the file most similar to SEARCH. A REPLACE
+/// found anywhere else is [`Done::Elsewhere`].
 fn already_applied(
     doc: &Document,
     search: &[String],
     replace: &[String],
     max_tier: Tier,
-) -> Option<Resolution> {
+    hint: Option<usize>,
+) -> Done {
     if replace.iter().all(|l| l.trim().is_empty()) || !adds_lines(search, replace) {
-        return None;
+        return Done::Absent;
     }
     let strict = MatchOptions {
         max_tier,
         nearest: false,
         ..MatchOptions::default()
     };
-    let m = matcher::locate(doc, replace, None, &strict).ok()?;
+    let Ok(m) = matcher::locate(doc, replace, None, &strict) else {
+        return Done::Absent;
+    };
+    let hinted = hint.is_some_and(|h| m.range.start.saturating_sub(2) <= h && h < m.range.end + 2);
+    if !hinted && !matcher::best_place_is(doc, search, m.range.clone(), &MatchOptions::default()) {
+        return Done::Elsewhere;
+    }
     let mut r = Resolution::status(EditStatus::AlreadyApplied);
     r.tier = Some(m.tier);
     r.similarity = Some(m.similarity);
     r.lines = Some(m.range);
-    Some(r)
+    Done::Here(r)
 }
 
 /// How much REPLACE resembles SEARCH (0–1): the share of lines a line diff keeps.
@@ -1000,8 +1040,11 @@ fn resolve_block(
     }
     // A re-sent block whose REPLACE is in the file word for word is done, even if
     // a tolerant tier could find its SEARCH (blank-line drift would match it again).
-    if let Some(res) = already_applied(doc, &primary.search, &primary.replace, Tier::Exact) {
-        return Ok(res);
+    let mut elsewhere = false;
+    match already_applied(doc, &primary.search, &primary.replace, Tier::Exact, hint) {
+        Done::Here(res) => return Ok(res),
+        Done::Elsewhere => elsewhere = true,
+        Done::Absent => {}
     }
     if let Some(res) = pass(Tier::Unicode)? {
         return Ok(res);
@@ -1012,13 +1055,35 @@ fn resolve_block(
             return Ok(res);
         }
     }
-    if let Some(res) = already_applied(
+    match already_applied(
         doc,
         &primary.search,
         &primary.replace,
         Tier::Indent.min(opts.max_tier),
+        hint,
     ) {
-        return Ok(res);
+        Done::Here(res) => return Ok(res),
+        Done::Elsewhere => elsewhere = true,
+        Done::Absent => {}
+    }
+    if elsewhere {
+        // The REPLACE text stands somewhere SEARCH does not point to, and
+        // SEARCH itself is not in the file: neither "done" nor a guess
+        // nearby is honest. Not found, with the places most like SEARCH.
+        let nearest = MatchOptions {
+            max_tier: opts.max_tier.min(Tier::Unicode),
+            ..opts.clone()
+        };
+        return Err(matcher::locate(doc, &primary.search, hint, &nearest)
+            .err()
+            .map_or(
+                EditError::NotFound {
+                    nearest: Vec::new(),
+                    bounded: false,
+                    after_edit: None,
+                },
+                EditError::from,
+            ));
     }
     let mut failure = None;
     for (s, r, stripped) in variants(primary) {

@@ -295,8 +295,28 @@ fn git_paths(rest: &str) -> Option<(String, String)> {
     Some((a.to_owned(), format!("b/{b}")))
 }
 
-fn parse_mode(s: &str) -> Option<u32> {
-    u32::from_str_radix(s.trim(), 8).ok().map(|m| m & 0o7777)
+/// A file mode of a git header on input line `line`: only what git records
+/// for a regular file, 100644 and 100755 (or 644 and 755), is accepted. A
+/// symlink (120000) or a submodule (160000) is not a file lancet writes, and
+/// any other mode (setuid 104755, world-writable 100777) is refused rather
+/// than set on a file a model named.
+fn parse_mode(s: &str, line: usize) -> Result<u32, ParseError> {
+    match s.trim() {
+        "100644" | "644" => Ok(0o644),
+        "100755" | "755" => Ok(0o755),
+        "120000" => Err(ParseError::Unsupported {
+            line,
+            what: "symlinks (mode 120000)",
+        }),
+        "160000" => Err(ParseError::Unsupported {
+            line,
+            what: "submodules (mode 160000)",
+        }),
+        other => Err(ParseError::BadMode {
+            line,
+            mode: other.chars().take(16).collect(),
+        }),
+    }
 }
 
 /// A side of a hunk header: 1-based start and optional count.
@@ -516,15 +536,15 @@ fn parse_text(input: &str, opts: DiffOptions) -> Result<Patch, ParseError> {
             .filter(|s| s.git && s.hunks.is_empty() && s.old.is_none())
         {
             if let Some(v) = line.strip_prefix("old mode ") {
-                s.old_mode = parse_mode(v);
+                s.old_mode = Some(parse_mode(v, i + 1)?);
             } else if let Some(v) = line.strip_prefix("new mode ") {
-                s.new_mode = parse_mode(v);
+                s.new_mode = Some(parse_mode(v, i + 1)?);
             } else if let Some(v) = line.strip_prefix("new file mode ") {
                 s.created = true;
-                s.new_mode = parse_mode(v);
+                s.new_mode = Some(parse_mode(v, i + 1)?);
             } else if let Some(v) = line.strip_prefix("deleted file mode ") {
                 s.deleted = true;
-                s.old_mode = parse_mode(v);
+                s.old_mode = Some(parse_mode(v, i + 1)?);
             } else if let Some(v) = line.strip_prefix("rename from ") {
                 s.rename_from = Some(unquote(v));
             } else if let Some(v) = line.strip_prefix("rename to ") {
@@ -535,8 +555,9 @@ fn parse_text(input: &str, opts: DiffOptions) -> Result<Patch, ParseError> {
                     s.index = Some((a.to_owned(), b.to_owned()));
                 }
                 if let Some(m) = v.split_whitespace().nth(1) {
-                    s.new_mode = s.new_mode.or(parse_mode(m));
-                    s.old_mode = s.old_mode.or(parse_mode(m));
+                    let m = parse_mode(m, i + 1)?;
+                    s.new_mode = s.new_mode.or(Some(m));
+                    s.old_mode = s.old_mode.or(Some(m));
                 }
             } else if line.starts_with("Binary files ") || line.starts_with("GIT binary patch") {
                 return Err(ParseError::BinaryPatch { line: i + 1 });
@@ -1072,7 +1093,11 @@ pub fn render_unified(
     }
     let old = old_path.map_or_else(|| "/dev/null".to_owned(), |p| format!("a/{p}"));
     let new = new_path.map_or_else(|| "/dev/null".to_owned(), |p| format!("b/{p}"));
-    similar::TextDiff::from_lines(before, after)
+    // Two large regions with nothing in common cost the diff minutes (n·d);
+    // past a second it settles for a coarser diff, which is still correct.
+    similar::TextDiff::configure()
+        .timeout(std::time::Duration::from_secs(1))
+        .diff_lines(before, after)
         .unified_diff()
         .context_radius(context)
         .missing_newline_hint(true)

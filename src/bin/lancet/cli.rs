@@ -176,6 +176,9 @@ pub(crate) struct ApplyArgs {
     /// Apply a unified diff in reverse.
     #[arg(short = 'R', long)]
     pub(crate) reverse: bool,
+    /// Write files that are read-only (no write permission for their owner).
+    #[arg(long)]
+    pub(crate) force: bool,
 }
 
 #[derive(Debug, Args)]

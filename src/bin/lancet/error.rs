@@ -108,7 +108,7 @@ pub(crate) enum Error {
     },
     /// The commit failed; nothing was written. Under `--json` the planned
     /// report is printed with it.
-    #[error("nothing was written: {source}")]
+    #[error("{}", lancet::feedback::workspace_error(source))]
     Commit {
         /// Why.
         source: WorkspaceError,
@@ -125,8 +125,15 @@ pub(crate) enum Error {
     #[error("{0}; nothing was changed. Undo would overwrite changes made after the apply.")]
     UndoConflict(WorkspaceError),
     /// `undo` failed otherwise.
-    #[error("undo failed, nothing was changed: {0}")]
+    #[error("undo failed: {}", lancet::feedback::workspace_error(.0))]
     Undo(WorkspaceError),
+    /// Another lancet holds the root's lock past the wait.
+    #[error("{}", lancet::feedback::workspace_error(.0))]
+    Locked(WorkspaceError),
+    /// `view` of something that is not a regular file lancet may read (a
+    /// FIFO, a device, a file over the size limit).
+    #[error("{}", lancet::feedback::workspace_error(.0))]
+    Unviewable(WorkspaceError),
     /// `view` of a file that is not text.
     #[error("{}: {source}", path.display())]
     NotText {
@@ -435,6 +442,8 @@ impl Error {
             | Error::Undo(_)
             | Error::NothingToUndo { .. }
             | Error::UndoConflict(_)
+            | Error::Locked(_)
+            | Error::Unviewable(_)
             | Error::NotText { .. } => Exit::Failed,
             #[cfg(feature = "agent")]
             Error::Models(_)

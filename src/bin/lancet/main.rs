@@ -163,12 +163,24 @@ fn apply(args: &ApplyArgs) -> Result<Exit, Error> {
     let mut opts = ApplyOptions::default();
     opts.matching = matching;
     opts.partial = args.partial;
+    opts.force = args.force;
     opts.default_path = args.file.clone();
     opts.syntax = match args.syntax {
         Some(cli::SyntaxPolicy::Warn) => lancet::SyntaxPolicy::Warn,
         Some(cli::SyntaxPolicy::Off) => lancet::SyntaxPolicy::Off,
         // Reject by default: broken code never reaches disk silently.
         Some(cli::SyntaxPolicy::Reject) | None => lancet::SyntaxPolicy::Reject,
+    };
+    let write = !args.dry_run && !args.check;
+    // Held from the plan through the commit: another lancet applying here
+    // waits, so neither plans against a file the other is about to replace.
+    // A root that cannot be locked (a file system without advisory locks) is
+    // still read; its commit, if it has anything to write, checks each file's
+    // identity on its own.
+    let lock = match write.then(|| ws.lock()).transpose() {
+        Ok(lock) => lock,
+        Err(e @ WorkspaceError::Busy { .. }) => return Err(Error::Locked(e)),
+        Err(_) => None,
     };
     let plan = lancet::plan(&ws, &patch, &opts);
     let io_failure = plan
@@ -183,11 +195,14 @@ fn apply(args: &ApplyArgs) -> Result<Exit, Error> {
     } else {
         String::new()
     };
-    let write = !args.dry_run && !args.check;
     let report = if write {
         // The report goes out with the error under --json; only then is it kept.
         let planned = args.json.then(|| Box::new(plan.report().clone()));
-        plan.commit(&ws).map_err(|source| Error::Commit {
+        let committed = match &lock {
+            Some(lock) => plan.commit_locked(lock),
+            None => plan.commit(&ws),
+        };
+        committed.map_err(|source| Error::Commit {
             source,
             report: planned,
         })?
@@ -279,11 +294,18 @@ fn undo(args: &UndoArgs) -> Result<Exit, Error> {
 }
 
 fn view(args: &ViewArgs) -> Result<Exit, Error> {
-    let bytes = std::fs::read(&args.file).map_err(|source| Error::Read {
-        what: "",
-        path: args.file.clone(),
-        source,
-    })?;
+    // A FIFO would block and a device would never end: refused before reading.
+    let bytes = match lancet::read_regular_file(&args.file, lancet::MAX_FILE_BYTES) {
+        Ok(bytes) => bytes,
+        Err(WorkspaceError::Io { source, .. }) => {
+            return Err(Error::Read {
+                what: "",
+                path: args.file.clone(),
+                source,
+            });
+        }
+        Err(e) => return Err(Error::Unviewable(e)),
+    };
     let doc = lancet::Document::from_vec(bytes).map_err(|source| Error::NotText {
         path: args.file.clone(),
         source,

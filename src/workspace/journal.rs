@@ -1,0 +1,459 @@
+//! The undo journal: one entry per commit under `.lancet/undo/<id>/`, holding
+//! `manifest.json` and the originals in `files/`.
+//!
+//! An entry is written through the handle of `.lancet/undo` (see
+//! [`state`](super::state)): its directory is made with mode 0700, the copies
+//! and the manifest are created exclusively with mode 0600, and the manifest
+//! is renamed into place last, so an entry has one only once it is complete.
+//!
+//! A manifest read back is data from a directory anyone with write access to
+//! the project could have edited, so [`load`] validates it field by field
+//! before anything acts on it: a saved copy is a plain name inside its
+//! entry's `files/` (digits, as lancet writes them), every saved copy carries
+//! the hash it must have, modes keep only the permission bits (0o777), paths
+//! appear once. What is wrong is named in [`JournalProblem`].
+//!
+//! Pruning and removal delete only what a valid manifest names, through the
+//! entry's directory handle (`unlinkat`, never following a symlink); anything
+//! else found in an entry is left where it is, and so is the entry.
+//!
+//! Owns: the entry layout, the manifest and its validation. Does not own what
+//! a commit or an undo does with it (the workspace).
+//!
+//! Invariant: nothing outside an entry's own directory is ever read, written
+//! or deleted on the word of a manifest.
+
+use std::ffi::OsStr;
+use std::io::{Read, Write};
+
+use serde::{Deserialize, Serialize};
+
+use super::dirs::{Dir, FileKind};
+use super::state::{DIR_MODE, FILE_MODE, StateDir};
+use super::{WorkspaceError, content_hash, io_at};
+
+/// The manifest's file name in an entry.
+const MANIFEST: &str = "manifest.json";
+/// The manifest while it is being written.
+const MANIFEST_TMP: &str = "manifest.json.tmp";
+/// The directory of saved originals in an entry.
+const FILES: &str = "files";
+/// A manifest larger than this is not one lancet wrote (it lists paths and hashes).
+const MANIFEST_MAX: u64 = 16 << 20;
+
+/// What is wrong with a journal entry's manifest (or what it names).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JournalProblem {
+    /// The manifest is not the JSON lancet writes.
+    Syntax {
+        /// 1-based line of the error.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+    },
+    /// The manifest is larger than any lancet writes.
+    TooLarge {
+        /// Its size in bytes.
+        bytes: u64,
+    },
+    /// A saved copy's name is not a plain name inside the entry.
+    SavedName {
+        /// The name as recorded.
+        saved: String,
+    },
+    /// `existed` and `saved` disagree: a file that existed has no copy, or the reverse.
+    SavedMissing {
+        /// The file's path as recorded.
+        path: String,
+    },
+    /// A saved copy has no hash to check it against.
+    HashMissing {
+        /// The file's path as recorded.
+        path: String,
+    },
+    /// A path (or a saved copy) appears twice.
+    Duplicate {
+        /// The path or copy name.
+        path: String,
+    },
+    /// Something in the entry is not a regular file or directory as lancet made it.
+    NotRegular {
+        /// Its name inside the entry (`manifest.json`, `files/0`).
+        name: String,
+        /// What it is.
+        found: FileKind,
+    },
+    /// A saved copy named by the manifest is not in the entry.
+    CopyMissing {
+        /// The copy's name.
+        saved: String,
+    },
+}
+
+impl std::fmt::Display for JournalProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JournalProblem::Syntax { line, column } => {
+                write!(f, "not valid JSON at line {line}, column {column}")
+            }
+            JournalProblem::TooLarge { bytes } => write!(f, "{bytes} bytes"),
+            JournalProblem::SavedName { saved } => write!(f, "bad copy name {saved:?}"),
+            JournalProblem::SavedMissing { path } => write!(f, "no copy for {path}"),
+            JournalProblem::HashMissing { path } => write!(f, "no hash for {path}"),
+            JournalProblem::Duplicate { path } => write!(f, "{path} twice"),
+            JournalProblem::NotRegular { name, found } => {
+                write!(f, "{name} is {}", found.describe())
+            }
+            JournalProblem::CopyMissing { saved } => write!(f, "copy {saved} missing"),
+        }
+    }
+}
+
+/// One journal entry's record, as stored.
+#[derive(Debug, Serialize, Deserialize)]
+struct Stored {
+    entries: Vec<StoredEntry>,
+    /// Directories the commit created, relative to the root, outermost first.
+    created_dirs: Vec<String>,
+}
+
+/// One path of a journalled commit, as stored.
+#[derive(Debug, Serialize, Deserialize)]
+struct StoredEntry {
+    path: String,
+    existed: bool,
+    /// Name of the saved original under `files/` (present exactly when `existed`).
+    saved: Option<String>,
+    mode: Option<u32>,
+    /// Hash of the content the commit left; `None` when it deleted the file.
+    after: Option<u64>,
+    /// Hash of the saved original: undo checks the copy against it, so the
+    /// journal need not be synced to disk (a copy a crash cut short is refused,
+    /// never restored).
+    #[serde(default)]
+    before: Option<u64>,
+}
+
+/// A validated manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Manifest {
+    pub(crate) entries: Vec<Entry>,
+    /// Directories the commit created, relative to the root, outermost first.
+    pub(crate) created_dirs: Vec<String>,
+}
+
+/// One path of a validated manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Entry {
+    /// The path as the commit was given it (confined again before use).
+    pub(crate) path: String,
+    /// The saved original: its name under `files/` and its hash.
+    pub(crate) saved: Option<(String, u64)>,
+    /// Permission bits the original had (masked to 0o777).
+    pub(crate) mode: Option<u32>,
+    /// Hash of the content the commit left; `None` when it deleted the file.
+    pub(crate) after: Option<u64>,
+}
+
+/// What one path of a commit journals: where, the original (bytes, hash,
+/// mode) when there was one, and the hash of what the commit leaves.
+pub(crate) struct Record<'a> {
+    pub(crate) path: &'a str,
+    pub(crate) before: Option<(&'a [u8], u64, Option<u32>)>,
+    pub(crate) after: Option<u64>,
+}
+
+/// Whether `name` looks like an entry id lancet makes (digits and dashes).
+fn is_id(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_digit() || b == b'-')
+}
+
+/// Whether `name` is a copy name lancet makes (a decimal index).
+fn is_copy_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 10 && name.bytes().all(|b| b.is_ascii_digit())
+}
+
+fn corrupt(id: &str, problem: JournalProblem) -> WorkspaceError {
+    WorkspaceError::JournalCorrupt {
+        entry: id.to_owned(),
+        problem,
+    }
+}
+
+/// Writes entry `id`: the originals, then the manifest, and returns the names
+/// of the copies. On failure nothing of the entry is left.
+pub(crate) fn write(
+    undo: &StateDir,
+    id: &str,
+    records: &[Record<'_>],
+    created_dirs: Vec<String>,
+) -> Result<Vec<String>, WorkspaceError> {
+    let at = |name: &str| undo.path().join(id).join(name);
+    let entry_name = OsStr::new(id);
+    undo.dir()
+        .make_dir(entry_name, DIR_MODE)
+        .map_err(io_at(&undo.path().join(id)))?;
+    let mut written: Vec<String> = Vec::new();
+    let result = (|| -> Result<(), WorkspaceError> {
+        let entry = undo
+            .dir()
+            .open_dir(entry_name)
+            .map_err(io_at(&undo.path().join(id)))?;
+        entry
+            .make_dir(OsStr::new(FILES), DIR_MODE)
+            .map_err(io_at(&at(FILES)))?;
+        let files = entry
+            .open_dir(OsStr::new(FILES))
+            .map_err(io_at(&at(FILES)))?;
+        let mut stored = Vec::with_capacity(records.len());
+        for (n, r) in records.iter().enumerate() {
+            let name = n.to_string();
+            if let Some((bytes, _, _)) = r.before {
+                let path = at(&format!("{FILES}/{name}"));
+                let mut f = files
+                    .create_new(OsStr::new(&name), FILE_MODE)
+                    .map_err(io_at(&path))?;
+                written.push(name.clone());
+                f.write_all(bytes).map_err(io_at(&path))?;
+            }
+            stored.push(StoredEntry {
+                path: r.path.to_owned(),
+                existed: r.before.is_some(),
+                saved: r.before.map(|_| name),
+                mode: r.before.and_then(|(_, _, m)| m.map(|m| m & 0o777)),
+                after: r.after,
+                before: r.before.map(|(_, h, _)| h),
+            });
+        }
+        let json = serde_json::to_vec_pretty(&Stored {
+            entries: stored,
+            created_dirs,
+        })
+        .map_err(|e| io_at(&at(MANIFEST))(e.into()))?;
+        // Written aside and renamed, so an entry has a manifest only once it is complete.
+        let mut f = entry
+            .create_new(OsStr::new(MANIFEST_TMP), FILE_MODE)
+            .map_err(io_at(&at(MANIFEST_TMP)))?;
+        f.write_all(&json).map_err(io_at(&at(MANIFEST_TMP)))?;
+        drop(f);
+        entry
+            .rename(OsStr::new(MANIFEST_TMP), &entry, OsStr::new(MANIFEST))
+            .map_err(io_at(&at(MANIFEST)))
+    })();
+    match result {
+        Ok(()) => Ok(written),
+        Err(e) => {
+            remove_names(undo.dir(), id, &written);
+            Err(e)
+        }
+    }
+}
+
+/// Removes entry `id` as [`write`] left it (copies `copies`): a commit that
+/// failed after journalling has nothing to undo.
+pub(crate) fn discard(undo: &StateDir, id: &str, copies: &[String]) {
+    remove_names(undo.dir(), id, copies);
+}
+
+/// Removes entry `id`'s copies named in `copies`, its `files/`, its manifest
+/// (or the one being written) and the entry itself, each only if it is what
+/// lancet made there (a regular file, an empty directory). The manifest goes
+/// even when something foreign keeps `files/`: the entry is then no longer
+/// one lancet would undo or prune.
+fn remove_names(undo: &Dir, id: &str, copies: &[String]) {
+    let Ok(entry) = undo.open_dir(OsStr::new(id)) else {
+        return;
+    };
+    if let Ok(files) = entry.open_dir(OsStr::new(FILES)) {
+        for name in copies {
+            let os = OsStr::new(name);
+            if matches!(files.stat(os), Ok(Some(m)) if m.kind == FileKind::Regular) {
+                let _ = files.unlink(os);
+            }
+        }
+        drop(files);
+        let _ = entry.remove_dir(OsStr::new(FILES));
+    }
+    for name in [MANIFEST_TMP, MANIFEST] {
+        let os = OsStr::new(name);
+        if matches!(entry.stat(os), Ok(Some(m)) if m.kind == FileKind::Regular) {
+            let _ = entry.unlink(os);
+        }
+    }
+    drop(entry);
+    let _ = undo.remove_dir(OsStr::new(id));
+}
+
+/// Removes entry `id`, which `manifest` (validated) describes: only what it names.
+pub(crate) fn remove(undo: &StateDir, id: &str, manifest: &Manifest) {
+    let copies: Vec<String> = manifest
+        .entries
+        .iter()
+        .filter_map(|e| e.saved.as_ref().map(|(n, _)| n.clone()))
+        .collect();
+    remove_names(undo.dir(), id, &copies);
+}
+
+/// The entry ids under `.lancet/undo`, oldest first (ids sort by time): real
+/// directories with an id-shaped name; anything else is not lancet's.
+pub(crate) fn ids(undo: &StateDir) -> Result<Vec<String>, WorkspaceError> {
+    let names = undo.dir().names().map_err(io_at(undo.path()))?;
+    let mut out: Vec<String> = names
+        .into_iter()
+        .filter_map(|n| n.to_str().map(str::to_owned))
+        .filter(|n| is_id(n))
+        .filter(|n| matches!(undo.dir().stat(OsStr::new(n)), Ok(Some(m)) if m.kind == FileKind::Directory))
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+/// Reads and validates entry `id`'s manifest; `Ok(None)` when the entry has
+/// none (a commit cut short before it touched any file).
+pub(crate) fn load(undo: &StateDir, id: &str) -> Result<Option<Manifest>, WorkspaceError> {
+    let path = undo.path().join(id).join(MANIFEST);
+    let entry = undo
+        .dir()
+        .open_dir(OsStr::new(id))
+        .map_err(io_at(&undo.path().join(id)))?;
+    let name = OsStr::new(MANIFEST);
+    let meta = match entry.stat(name).map_err(io_at(&path))? {
+        None => return Ok(None),
+        Some(m) if m.kind != FileKind::Regular => {
+            return Err(corrupt(
+                id,
+                JournalProblem::NotRegular {
+                    name: MANIFEST.to_owned(),
+                    found: m.kind,
+                },
+            ));
+        }
+        Some(m) => m,
+    };
+    if meta.size > MANIFEST_MAX {
+        return Err(corrupt(id, JournalProblem::TooLarge { bytes: meta.size }));
+    }
+    let (file, _) = entry.open_read(name).map_err(io_at(&path))?;
+    let mut text = Vec::new();
+    file.take(MANIFEST_MAX + 1)
+        .read_to_end(&mut text)
+        .map_err(io_at(&path))?;
+    let stored: Stored = serde_json::from_slice(&text).map_err(|e| {
+        corrupt(
+            id,
+            JournalProblem::Syntax {
+                line: e.line(),
+                column: e.column(),
+            },
+        )
+    })?;
+    validate(id, stored).map(Some)
+}
+
+/// Checks every field of a stored manifest.
+fn validate(id: &str, stored: Stored) -> Result<Manifest, WorkspaceError> {
+    let mut entries: Vec<Entry> = Vec::with_capacity(stored.entries.len());
+    for e in stored.entries {
+        let saved = match (e.existed, e.saved, e.before) {
+            (false, None, _) => None,
+            (true, Some(saved), _) if !is_copy_name(&saved) => {
+                return Err(corrupt(id, JournalProblem::SavedName { saved }));
+            }
+            (true, Some(_), None) => {
+                return Err(corrupt(id, JournalProblem::HashMissing { path: e.path }));
+            }
+            (true, Some(saved), Some(hash)) => Some((saved, hash)),
+            (_, _, _) => {
+                return Err(corrupt(id, JournalProblem::SavedMissing { path: e.path }));
+            }
+        };
+        let twice = entries.iter().any(|x| {
+            x.path == e.path
+                || (x.saved.is_some()
+                    && x.saved.as_ref().map(|s| &s.0) == saved.as_ref().map(|s| &s.0))
+        });
+        if twice {
+            return Err(corrupt(id, JournalProblem::Duplicate { path: e.path }));
+        }
+        entries.push(Entry {
+            path: e.path,
+            saved,
+            // Only permission bits are ever restored: never setuid, setgid or sticky.
+            mode: e.mode.map(|m| m & 0o777),
+            after: e.after,
+        });
+    }
+    Ok(Manifest {
+        entries,
+        created_dirs: stored.created_dirs,
+    })
+}
+
+/// Reads the saved copy `saved` of entry `id` (at most `limit` bytes) and
+/// checks it against `hash`. `path` names the file in errors.
+pub(crate) fn copy(
+    undo: &StateDir,
+    id: &str,
+    saved: &str,
+    hash: u64,
+    path: &str,
+    limit: u64,
+) -> Result<Vec<u8>, WorkspaceError> {
+    let abs = undo.path().join(id).join(FILES).join(saved);
+    let entry = undo.dir().open_dir(OsStr::new(id)).map_err(io_at(&abs))?;
+    let files = entry.open_dir(OsStr::new(FILES)).map_err(io_at(&abs))?;
+    let name = OsStr::new(saved);
+    match files.stat(name).map_err(io_at(&abs))? {
+        None => {
+            return Err(corrupt(
+                id,
+                JournalProblem::CopyMissing {
+                    saved: saved.to_owned(),
+                },
+            ));
+        }
+        Some(m) if m.kind != FileKind::Regular => {
+            return Err(corrupt(
+                id,
+                JournalProblem::NotRegular {
+                    name: format!("{FILES}/{saved}"),
+                    found: m.kind,
+                },
+            ));
+        }
+        Some(_) => {}
+    }
+    let (file, _) = files.open_read(name).map_err(io_at(&abs))?;
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io_at(&abs))?;
+    if content_hash(&bytes) != hash {
+        return Err(WorkspaceError::JournalDamaged {
+            path: path.to_owned(),
+        });
+    }
+    Ok(bytes)
+}
+
+/// Drops all but the newest `keep` entries that carry a valid manifest.
+/// Best effort: the commit has already happened, and an extra old entry
+/// harms nothing. Entries without a valid manifest are not lancet's to delete.
+pub(crate) fn prune(undo: &StateDir, keep: usize) {
+    let Ok(ids) = ids(undo) else {
+        return;
+    };
+    if ids.len() <= keep {
+        return;
+    }
+    let mut valid = 0;
+    for id in ids.iter().rev() {
+        if let Ok(Some(manifest)) = load(undo, id) {
+            valid += 1;
+            if valid > keep {
+                remove(undo, id, &manifest);
+            }
+        }
+    }
+}
