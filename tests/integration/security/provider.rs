@@ -249,7 +249,11 @@ async fn an_event_that_never_ends_stops_at_the_reply_cap() {
             event,
             every: Duration::ZERO,
         }]);
-        let (text, result, took) = call(config(Wire::OpenAi, server.openai_base_url())).await;
+        // A turn limit far above the time the cap takes even on a loaded
+        // machine: the cap, not the clock, must be what ends the reply.
+        let mut config = config(Wire::OpenAi, server.openai_base_url());
+        config.turn_timeout = Duration::from_secs(30);
+        let (text, result, took) = call(config).await;
         assert_eq!(
             result.unwrap_err(),
             ProviderError::LimitReached(Limit::ReplyBytes(64 << 10))
@@ -288,7 +292,9 @@ async fn headers_that_never_end_count_as_silence() {
     };
     let server = LlmServer::start(vec![slow(), slow()]);
     let mut config = config(Wire::OpenAi, server.openai_base_url());
-    config.idle_timeout = Duration::from_millis(400);
+    // Long enough for a loaded machine's server thread to have read each
+    // request before the client gives up on its headers.
+    config.idle_timeout = Duration::from_secs(1);
     config.turn_timeout = Duration::from_secs(60);
     config.retry.max_retries = 1;
     let (_, result, took) = call(config).await;
