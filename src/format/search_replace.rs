@@ -151,6 +151,24 @@ fn is_fence(line: &str) -> bool {
     t.starts_with("```") || t.starts_with("~~~")
 }
 
+/// An XML-ish tag on a line of its own (`<source>`, `</code>`,
+/// `<source lang="python">`): some replies wrap a block in one instead of a
+/// backtick fence, so it is skipped like a fence when looking for the path.
+fn is_tag_fence(line: &str) -> bool {
+    let t = line.trim();
+    let Some(inner) = t.strip_prefix('<').and_then(|r| r.strip_suffix('>')) else {
+        return false;
+    };
+    let inner = inner.strip_prefix('/').unwrap_or(inner);
+    let name_end = inner.find(' ').unwrap_or(inner.len());
+    let (name, attrs) = inner.split_at(name_end);
+    name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && !attrs.contains(['<', '>'])
+}
+
 /// A file path as models write it above a block (`path`, `**path**`, `# path:`, `` `path` ``).
 pub(crate) fn path_from(line: &str) -> Option<String> {
     let mut t = line.trim().trim_start_matches(['#', '*', '`', ' ']);
@@ -195,6 +213,9 @@ fn path_above(lines: &[&str], open: usize) -> Option<String> {
     for i in (open.saturating_sub(4)..open).rev() {
         let line = lines[i];
         if line.trim().is_empty() {
+            continue;
+        }
+        if is_tag_fence(line) {
             continue;
         }
         if is_fence(line) {
