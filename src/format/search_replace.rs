@@ -303,6 +303,17 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
         if dividers.is_empty() {
             return Err(ParseError::MissingDivider { line: open + 1 });
         }
+        // A doubled divider (`=======` twice in a row, and no other): models
+        // write it for an empty REPLACE or by stutter, never to put a
+        // `=======` line into the file (that is written `\=======`). It is one
+        // divider; the second line is dropped, not written as content.
+        let mut replace_from = None;
+        if let [a, b] = dividers[..] {
+            if b == a + 1 {
+                dividers = vec![a];
+                replace_from = Some(b + 1);
+            }
+        }
         // With several candidates, a divider as long as the opener is the likelier one.
         let same_len: Vec<usize> = dividers
             .iter()
@@ -328,8 +339,8 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
                     .collect()
             };
             let mut search: Vec<String> = lines[j..d].iter().map(|l| unescape(l)).collect();
-            let mut replace: Vec<String> =
-                lines[d + 1..close].iter().map(|l| unescape(l)).collect();
+            let from = replace_from.unwrap_or(d + 1);
+            let mut replace: Vec<String> = lines[from..close].iter().map(|l| unescape(l)).collect();
             strip_bom(&mut search);
             strip_bom(&mut replace);
             Split {
@@ -337,7 +348,7 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
                 replace,
                 divider: d + 1,
                 marker_match: marker(lines[d]).is_some_and(|(_, n)| n == open_len),
-                elisions: (elided(j..d), elided(d + 1..close)),
+                elisions: (elided(j..d), elided(from..close)),
             }
         };
         let block = Block {
