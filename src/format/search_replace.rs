@@ -1167,6 +1167,24 @@ fn resolve_tool_fragment(
     Some(Ok(resolve_fragment(doc, new, &occ, &joined)))
 }
 
+/// A SEARCH that stops short of its line's end by a tail of punctuation
+/// (`.`, `;`, `)`) that REPLACE ends with but SEARCH does not: the model wrote
+/// REPLACE as the whole line and left the tail out of SEARCH, so the tail is
+/// taken into the match instead of being kept after REPLACE (which would
+/// double it). A tail with a letter, digit or space is text the model may
+/// mean to keep, and stays.
+fn absorb_tail(text: &str, occ: Range<usize>, old: &str, new: &str) -> Range<usize> {
+    let rest = &text[occ.end..];
+    let tail = &rest[..rest.find('\n').unwrap_or(rest.len())];
+    let punctuation =
+        !tail.is_empty() && tail.len() <= 3 && tail.chars().all(|c| c.is_ascii_punctuation());
+    if punctuation && new.ends_with(tail) && !old.ends_with(tail) {
+        occ.start..occ.end + tail.len()
+    } else {
+        occ
+    }
+}
+
 /// A text block whose SEARCH starts or ends mid-line: substring semantics,
 /// unique (or picked by the line hint).
 fn resolve_text_fragment(
@@ -1198,8 +1216,9 @@ fn resolve_text_fragment(
             }
         },
     };
-    let one = std::slice::from_ref(&occ[chosen]);
-    let mut r = resolve_fragment(doc, &sp.replace.join("\n"), one, &joined);
+    let new = sp.replace.join("\n");
+    let one = [absorb_tail(&joined.text, occ[chosen].clone(), &old, &new)];
+    let mut r = resolve_fragment(doc, &new, &one, &joined);
     r.warnings.push(Warning::PartialLineMatch {
         lines: joined.lines_of(&occ[chosen]),
     });
