@@ -573,7 +573,7 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
         EditError::Unplaceable => {
             let _ = write!(
                 out,
-                "the hunk has no context lines and removes nothing, so only its line number says where it goes, and {path} is not the file the diff was made from. Add a few unchanged lines around the insertion (a diff with context) and send it again."
+                "the hunk has no context lines and removes nothing, so only its line number says where it goes, and a line number is trusted only when the blob id on an `index` line shows {path} is exactly the file the diff was made from: the diff has no `index` line, or {path} no longer matches its id. Add a few unchanged lines around the insertion (a diff with context) and send it again."
             );
         }
         EditError::NoPath => out.push_str(words.no_path),
