@@ -896,6 +896,16 @@ pub fn parse_error(e: &ParseError, format: Option<&str>) -> String {
         ParseError::UnclosedFence { line } => format!(
             "The ``` fence opened at line {line} is never closed: the output looks cut off. Send the whole file again. Nothing was applied."
         ),
+        ParseError::FenceClosedEarly {
+            open,
+            closed_by,
+            fence,
+            needed,
+        } => format!(
+            "The {} fence opened at line {open} was closed early by line {closed_by}, a line of the file's own content with as many backticks or more; the fence meant to close the file then opens a block that never closes. A fence is closed by the first line of at least as many backticks, so fence the file with more backticks than its longest such line: {} ({needed}). Send the whole file again. Nothing was applied.",
+            "`".repeat(*fence),
+            "`".repeat(*needed)
+        ),
         ParseError::BadHunkHeader { line } => format!(
             "Line {line} starts a hunk but its header cannot be read: write `@@ -OLD_START,OLD_COUNT +NEW_START,NEW_COUNT @@` (or `@@ @@` without numbers). Nothing was applied."
         ),

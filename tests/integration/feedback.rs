@@ -469,3 +469,19 @@ fn udiff_unplaceable_with_a_stale_index() {
         message_in(&[("t.txt", TWINS)], stale)
     );
 }
+
+/// A whole file's fence closed early by a backtick line of its own content:
+/// the words name the line that closed it and the fence to use.
+#[test]
+fn whole_fence_closed_early() {
+    let e = ParseError::FenceClosedEarly {
+        open: 2,
+        closed_by: 4,
+        fence: 4,
+        needed: 6,
+    };
+    insta::assert_snapshot!(
+        "whole_fence_closed_early",
+        feedback::parse_error(&e, None)
+    );
+}
