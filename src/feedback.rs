@@ -573,7 +573,7 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
         EditError::Unplaceable => {
             let _ = write!(
                 out,
-                "the hunk has no context lines and removes nothing, so only its line number says where it goes, and {path} is not the file the diff was made from. Add a few unchanged lines around the insertion (a diff with context) and send it again."
+                "the hunk has no context lines and removes nothing, so only its line number says where it goes, and a line number is trusted only when the blob id on an `index` line shows {path} is exactly the file the diff was made from: the diff has no `index` line, or {path} no longer matches its id. Add a few unchanged lines around the insertion (a diff with context) and send it again."
             );
         }
         EditError::NoPath => out.push_str(words.no_path),
@@ -895,6 +895,16 @@ pub fn parse_error(e: &ParseError, format: Option<&str>) -> String {
         ),
         ParseError::UnclosedFence { line } => format!(
             "The ``` fence opened at line {line} is never closed: the output looks cut off. Send the whole file again. Nothing was applied."
+        ),
+        ParseError::FenceClosedEarly {
+            open,
+            closed_by,
+            fence,
+            needed,
+        } => format!(
+            "The {} fence opened at line {open} was closed early by line {closed_by}, a line of the file's own content with as many backticks or more; the fence meant to close the file then opens a block that never closes. A fence is closed by the first line of at least as many backticks, so fence the file with more backticks than its longest such line: {} ({needed}). Send the whole file again. Nothing was applied.",
+            "`".repeat(*fence),
+            "`".repeat(*needed)
         ),
         ParseError::BadHunkHeader { line } => format!(
             "Line {line} starts a hunk but its header cannot be read: write `@@ -OLD_START,OLD_COUNT +NEW_START,NEW_COUNT @@` (or `@@ @@` without numbers). Nothing was applied."

@@ -626,6 +626,20 @@ pub enum ParseError {
         /// The line of the opening fence.
         line: usize,
     },
+    /// A whole file's fence closed early by a line of its own content (a run
+    /// of backticks at least as long as the fence); the fence meant to close
+    /// it then opens a block that never closes.
+    #[error("line {closed_by}: fence opened at line {open} closed early")]
+    FenceClosedEarly {
+        /// The line of the file's opening fence.
+        open: usize,
+        /// The content line that closed it.
+        closed_by: usize,
+        /// The opening fence's length.
+        fence: usize,
+        /// A fence length no content line can close.
+        needed: usize,
+    },
     /// A line inside an apply_patch section that is none of ` `, `-`, `+`, `@@`, `***`.
     #[error("line {line}: not a patch line")]
     BadPatchLine {

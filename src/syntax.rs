@@ -9,7 +9,7 @@
 //! nodes compared: the old errors' positions are mapped through a line diff,
 //! so an error that merely moved is matched to itself. A file that was
 //! already broken can still be edited; in one, only errors on the edited
-//! lines can be new.
+//! lines can be new, and only net of the errors the lines they replaced had.
 //!
 //! Languages come from a small registry keyed by file extension (`.py`,
 //! `.pyi`, `.rs`); grammars are built once per process. Unknown extensions
@@ -163,7 +163,7 @@ fn check_with(path: &str, before: Option<&Document>, after: &Document, fast: boo
 /// - If it was already broken, error recovery shifts and regroups the old
 ///   errors around any edit, so an error is new only if it covers an edited
 ///   row and no old error of the same kind spanned the same (unchanged)
-///   lines.
+///   lines, nor one of the same kind stood on the lines its run replaced.
 fn new_issues(
     known: Vec<Span>,
     fresh: Vec<Span>,
@@ -181,12 +181,36 @@ fn new_issues(
         .iter()
         .filter_map(|s| Some((to_new(s.start)?, to_new(s.end)?, s.issue.kind.as_str())))
         .collect();
+    // Old errors on lines the edit rewrote, per changed run and kind: an
+    // error on the rewritten lines of the same run and kind is the old one
+    // carried along (`let x = ;` → `let y = ;`), not a net new one.
+    let changed_run = |line: usize, old: bool| {
+        runs.iter()
+            .position(|r| !r.equal && if old { &r.old } else { &r.new }.contains(&line))
+    };
+    let mut carried: Vec<(usize, &str)> = known
+        .iter()
+        .filter(|s| to_new(s.start).is_none())
+        .filter_map(|s| {
+            let run = (s.start..=s.end).find_map(|l| changed_run(l, true))?;
+            Some((run, s.issue.kind.as_str()))
+        })
+        .collect();
     let mut out: Vec<SyntaxIssue> = Vec::new();
     for span in &fresh {
+        let edited_row = first_edited((span.start, span.end));
         if !known.is_empty()
-            && (first_edited((span.start, span.end)).is_none()
+            && (edited_row.is_none()
                 || seen.contains(&(span.start, span.end, span.issue.kind.as_str())))
         {
+            continue;
+        }
+        let kind = span.issue.kind.as_str();
+        if let Some(k) = edited_row
+            .and_then(|r| changed_run(r, false))
+            .and_then(|run| carried.iter().position(|&c| c == (run, kind)))
+        {
+            carried.swap_remove(k);
             continue;
         }
         let mut issue = span.issue.clone();

@@ -151,6 +151,24 @@ fn is_fence(line: &str) -> bool {
     t.starts_with("```") || t.starts_with("~~~")
 }
 
+/// An XML-ish tag on a line of its own (`<source>`, `</code>`,
+/// `<source lang="python">`): some replies wrap a block in one instead of a
+/// backtick fence, so it is skipped like a fence when looking for the path.
+fn is_tag_fence(line: &str) -> bool {
+    let t = line.trim();
+    let Some(inner) = t.strip_prefix('<').and_then(|r| r.strip_suffix('>')) else {
+        return false;
+    };
+    let inner = inner.strip_prefix('/').unwrap_or(inner);
+    let name_end = inner.find(' ').unwrap_or(inner.len());
+    let (name, attrs) = inner.split_at(name_end);
+    name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && !attrs.contains(['<', '>'])
+}
+
 /// A file path as models write it above a block (`path`, `**path**`, `# path:`, `` `path` ``).
 pub(crate) fn path_from(line: &str) -> Option<String> {
     let mut t = line.trim().trim_start_matches(['#', '*', '`', ' ']);
@@ -195,6 +213,9 @@ fn path_above(lines: &[&str], open: usize) -> Option<String> {
     for i in (open.saturating_sub(4)..open).rev() {
         let line = lines[i];
         if line.trim().is_empty() {
+            continue;
+        }
+        if is_tag_fence(line) {
             continue;
         }
         if is_fence(line) {
@@ -282,6 +303,17 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
         if dividers.is_empty() {
             return Err(ParseError::MissingDivider { line: open + 1 });
         }
+        // A doubled divider (`=======` twice in a row, and no other): models
+        // write it for an empty REPLACE or by stutter, never to put a
+        // `=======` line into the file (that is written `\=======`). It is one
+        // divider; the second line is dropped, not written as content.
+        let mut replace_from = None;
+        if let [a, b] = dividers[..] {
+            if b == a + 1 {
+                dividers = vec![a];
+                replace_from = Some(b + 1);
+            }
+        }
         // With several candidates, a divider as long as the opener is the likelier one.
         let same_len: Vec<usize> = dividers
             .iter()
@@ -307,8 +339,8 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
                     .collect()
             };
             let mut search: Vec<String> = lines[j..d].iter().map(|l| unescape(l)).collect();
-            let mut replace: Vec<String> =
-                lines[d + 1..close].iter().map(|l| unescape(l)).collect();
+            let from = replace_from.unwrap_or(d + 1);
+            let mut replace: Vec<String> = lines[from..close].iter().map(|l| unescape(l)).collect();
             strip_bom(&mut search);
             strip_bom(&mut replace);
             Split {
@@ -316,7 +348,7 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
                 replace,
                 divider: d + 1,
                 marker_match: marker(lines[d]).is_some_and(|(_, n)| n == open_len),
-                elisions: (elided(j..d), elided(d + 1..close)),
+                elisions: (elided(j..d), elided(from..close)),
             }
         };
         let block = Block {
@@ -1135,6 +1167,24 @@ fn resolve_tool_fragment(
     Some(Ok(resolve_fragment(doc, new, &occ, &joined)))
 }
 
+/// A SEARCH that stops short of its line's end by a tail of punctuation
+/// (`.`, `;`, `)`) that REPLACE ends with but SEARCH does not: the model wrote
+/// REPLACE as the whole line and left the tail out of SEARCH, so the tail is
+/// taken into the match instead of being kept after REPLACE (which would
+/// double it). A tail with a letter, digit or space is text the model may
+/// mean to keep, and stays.
+fn absorb_tail(text: &str, occ: Range<usize>, old: &str, new: &str) -> Range<usize> {
+    let rest = &text[occ.end..];
+    let tail = &rest[..rest.find('\n').unwrap_or(rest.len())];
+    let punctuation =
+        !tail.is_empty() && tail.len() <= 3 && tail.chars().all(|c| c.is_ascii_punctuation());
+    if punctuation && new.ends_with(tail) && !old.ends_with(tail) {
+        occ.start..occ.end + tail.len()
+    } else {
+        occ
+    }
+}
+
 /// A text block whose SEARCH starts or ends mid-line: substring semantics,
 /// unique (or picked by the line hint).
 fn resolve_text_fragment(
@@ -1166,8 +1216,9 @@ fn resolve_text_fragment(
             }
         },
     };
-    let one = std::slice::from_ref(&occ[chosen]);
-    let mut r = resolve_fragment(doc, &sp.replace.join("\n"), one, &joined);
+    let new = sp.replace.join("\n");
+    let one = [absorb_tail(&joined.text, occ[chosen].clone(), &old, &new)];
+    let mut r = resolve_fragment(doc, &new, &one, &joined);
     r.warnings.push(Warning::PartialLineMatch {
         lines: joined.lines_of(&occ[chosen]),
     });

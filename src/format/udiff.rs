@@ -967,13 +967,11 @@ fn resolve_hunk(
                     return Ok(already_at(m.range.clone()));
                 }
             }
-            return Ok(place(
-                choose(found, h, doc.line_count(), expected, trust)?,
-                Vec::new(),
-                &old,
-                &ops,
-                0,
-            ));
+            let m = choose(found, h, doc.line_count(), expected, trust)?;
+            if let Some(done) = appended_at_end(h, doc, &m, &new) {
+                return Ok(already_at(done));
+            }
+            return Ok(place(m, Vec::new(), &old, &ops, 0));
         }
         Err(MatchError::NotFound { .. }) => {}
         Err(e) => return Err(unplaceable_if_empty(e)),
@@ -1053,6 +1051,23 @@ fn resolve_hunk(
             after_edit: None,
         },
     })
+}
+
+/// A hunk that ends with added lines (no trailing context) appends after
+/// context that stood at the end of the file it was made from, and context at
+/// the end must stay at the end. When its old side was found short of the end
+/// and the new side stands right there, word for word, reaching the end, the
+/// hunk was applied before: re-sent, it must not append a second time.
+fn appended_at_end(h: &Hunk, doc: &Document, m: &Match, new: &[&str]) -> Option<Range<usize>> {
+    let ends_with_addition = matches!(h.lines.last(), Some(HunkLine::Add(_)));
+    let n = doc.line_count();
+    let start = m.range.start;
+    let fits = start + new.len() == n && m.range.end < n;
+    (ends_with_addition
+        && h.has_context()
+        && fits
+        && (start..n).zip(new).all(|(i, l)| doc.line(i) == *l))
+    .then_some(start..n)
 }
 
 fn line_text(l: &HunkLine) -> &str {

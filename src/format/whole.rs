@@ -65,14 +65,36 @@ fn fence(line: &str) -> Option<(&str, &str)> {
 /// content, the line its content starts on.
 type Fenced = (Option<String>, Vec<String>, usize);
 
-/// The fenced blocks of `input`; `Err(line)` for a fence that never closes
-/// (the output was cut off).
-fn fences(input: &str) -> Result<Vec<Fenced>, usize> {
+/// Why the fences of an input do not hold complete files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FenceProblem {
+    /// A fence opened at this line never closes: the output was cut off.
+    Unclosed(usize),
+    /// A file's fence was closed early by a line of its own content, so the
+    /// fence meant to close it opens a block that never closes.
+    ClosedEarly {
+        open: usize,
+        closed_by: usize,
+        fence: usize,
+        needed: usize,
+    },
+}
+
+/// A line that is only a run of `ch` (at least 3), trimmed: its length.
+fn bare_run(line: &str, ch: char) -> Option<usize> {
+    let t = line.trim();
+    (t.len() >= 3 && t.chars().all(|c| c == ch)).then_some(t.len())
+}
+
+/// The fenced blocks of `input`, or why they are not complete.
+fn fences(input: &str) -> Result<Vec<Fenced>, FenceProblem> {
     let lines: Vec<&str> = input
         .split('\n')
         .map(|l| l.strip_suffix('\r').unwrap_or(l))
         .collect();
     let mut out = Vec::new();
+    // The last closed block with a path: its opener's line, marker and closer.
+    let mut last_file: Option<(usize, &str, usize)> = None;
     let mut i = 0;
     while i < lines.len() {
         let Some((marker, info)) = fence(lines[i]) else {
@@ -93,13 +115,35 @@ fn fences(input: &str) -> Result<Vec<Fenced>, usize> {
             t.len() >= marker.len() && t.chars().all(|c| marker.starts_with(c))
         });
         let Some(close) = close else {
-            return Err(i + 1);
+            // A bare fence with no path above it, right after a file whose
+            // fence a content line closed: that fence was meant to close the
+            // file, and a backtick line of the file closed it first (tildes
+            // are left to the plain cut-off message).
+            let ch = marker.chars().next().unwrap_or('`');
+            if let Some((open, m, closed_by)) = last_file.filter(|(_, m, _)| {
+                ch == '`' && info.is_empty() && from_above.is_none() && m.starts_with(ch)
+            }) {
+                let longest = lines[open + 1..i]
+                    .iter()
+                    .filter_map(|l| bare_run(l, ch))
+                    .max()
+                    .unwrap_or(0);
+                return Err(FenceProblem::ClosedEarly {
+                    open: open + 1,
+                    closed_by: closed_by + 1,
+                    fence: m.len(),
+                    needed: longest.max(m.len()) + 1,
+                });
+            }
+            return Err(FenceProblem::Unclosed(i + 1));
         };
         let content = lines[i + 1..close]
             .iter()
             .map(|l| (*l).to_owned())
             .collect();
-        out.push((from_info.or(from_above), content, i + 2));
+        let path = from_info.or(from_above);
+        last_file = path.is_some().then_some((i, marker, close));
+        out.push((path, content, i + 2));
         i = close + 1;
     }
     Ok(out)
@@ -107,7 +151,7 @@ fn fences(input: &str) -> Result<Vec<Fenced>, usize> {
 
 /// The fenced files: those with a path; or, when no fence names one, a lone
 /// fence (for `--file`).
-fn files(input: &str) -> Result<Vec<Fenced>, usize> {
+fn files(input: &str) -> Result<Vec<Fenced>, FenceProblem> {
     let all = fences(input)?;
     if all.iter().any(|(p, _, _)| p.is_some()) {
         return Ok(all.into_iter().filter(|(p, _, _)| p.is_some()).collect());
@@ -121,8 +165,10 @@ pub(crate) fn looks_like(input: &str) -> Option<usize> {
         Ok(f) if f.iter().any(|(p, _, _)| p.is_some()) => {
             input.lines().position(|l| fence(l).is_some())
         }
+        // A file whose fence closed early: whole, so that the parse error says so.
+        Err(FenceProblem::ClosedEarly { open, .. }) => Some(open - 1),
         // A cut-off fence after a path: whole, so that the parse error says so.
-        Err(line) if line > 1 => input
+        Err(FenceProblem::Unclosed(line)) if line > 1 => input
             .lines()
             .nth(line - 2)
             .and_then(super::search_replace::path_from)
@@ -133,7 +179,20 @@ pub(crate) fn looks_like(input: &str) -> Option<usize> {
 
 fn parse_text(input: &str) -> Result<Patch, ParseError> {
     let changes: Vec<FileChange> = files(input)
-        .map_err(|line| ParseError::UnclosedFence { line })?
+        .map_err(|p| match p {
+            FenceProblem::Unclosed(line) => ParseError::UnclosedFence { line },
+            FenceProblem::ClosedEarly {
+                open,
+                closed_by,
+                fence,
+                needed,
+            } => ParseError::FenceClosedEarly {
+                open,
+                closed_by,
+                fence,
+                needed,
+            },
+        })?
         .into_iter()
         .map(|(path, lines, at)| {
             FileChange::edit(

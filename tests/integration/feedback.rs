@@ -457,3 +457,31 @@ fn the_outline_has_a_subject_per_line() {
     assert!(detail.iter().all(|s| *s == Subject::Edit(1)), "{outline:?}");
     assert_eq!(outline.last(), Some(&Subject::Summary));
 }
+
+/// A zero-context insertion whose `index` line names another version of the
+/// file: the same words as without one, which name what would place it (a
+/// matching blob id) instead of claiming the file is another one.
+#[test]
+fn udiff_unplaceable_with_a_stale_index() {
+    let stale = "diff --git a/t.txt b/t.txt\nindex 5e5101e..c4e5f60 100644\n--- a/t.txt\n+++ b/t.txt\n@@ -2,0 +3,1 @@\n+new\n";
+    insta::assert_snapshot!(
+        "udiff_unplaceable_stale_index",
+        message_in(&[("t.txt", TWINS)], stale)
+    );
+}
+
+/// A whole file's fence closed early by a backtick line of its own content:
+/// the words name the line that closed it and the fence to use.
+#[test]
+fn whole_fence_closed_early() {
+    let e = ParseError::FenceClosedEarly {
+        open: 2,
+        closed_by: 4,
+        fence: 4,
+        needed: 6,
+    };
+    insta::assert_snapshot!(
+        "whole_fence_closed_early",
+        feedback::parse_error(&e, None)
+    );
+}
