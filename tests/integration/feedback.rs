@@ -480,8 +480,5 @@ fn whole_fence_closed_early() {
         fence: 4,
         needed: 6,
     };
-    insta::assert_snapshot!(
-        "whole_fence_closed_early",
-        feedback::parse_error(&e, None)
-    );
+    insta::assert_snapshot!("whole_fence_closed_early", feedback::parse_error(&e, None));
 }
