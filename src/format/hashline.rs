@@ -8,12 +8,16 @@
 //! the line number identifies the line, the hash only proves the model saw
 //! the current content.
 //!
-//! Every anchor of an edit is verified before anything is written. An anchor
-//! whose hash no longer matches is **relocated** only when the content it
-//! stood for is known (echoed after `|`, or from the version the caller says
-//! the model saw) and occurs exactly once within a window around the stated
-//! line; relocation compares content, never the hash alone. Otherwise the
-//! edit is stale, and the feedback shows fresh anchors around each stale one.
+//! Every anchor of an edit is verified before anything is written. Each
+//! anchor yields the displacements its content allows (the content echoed
+//! after `|`, or from the version the caller says the model saw, found
+//! within a window around the stated line; without content, only "in place"
+//! on a matching hash): relocation compares content, never the hash alone.
+//! The edit takes the one displacement all its anchors allow; an edit
+//! anchored only on low-information lines (`}`, blank) takes it from the
+//! call's decisive anchors around it. Otherwise the edit is stale, and the
+//! feedback shows fresh anchors around each stale one. Invariant: the
+//! anchors of one edit never resolve with two different displacements.
 //!
 //! Repairs (each reported): anchor prefixes echoed into every payload line
 //! are stripped; a range replacement whose payload restates the lines just
