@@ -607,9 +607,28 @@ struct Candidates {
 /// The displacements one anchor allows (spec §5): its content (echo, else
 /// the caller's snapshot) searched for within the relocation window; without
 /// content, only "in place" when the hash matches there.
-fn candidates(doc: &Document, a: &Anchor, seen: Option<&Document>) -> Candidates {
+fn candidates(doc: &Document, a: &Anchor, seen: Option<&Document>, map: &SeenMap) -> Candidates {
     let i = a.line - 1;
     let in_place = i < doc.line_count() && line_hash(doc.line(i)) == a.hash;
+    // The snapshot's line diff says where the very line the model saw went
+    // (or that it changed): decisive, whatever the line holds.
+    if let (Some(s), Some(moved)) = (seen, map) {
+        let echo_agrees = a.content.as_deref().is_none_or(|c| same(c, s.line(i)));
+        if i < s.line_count() && line_hash(s.line(i)) == a.hash && echo_agrees {
+            return match moved[i] {
+                Some(j) => Candidates {
+                    at: vec![j as isize - i as isize],
+                    searched: true,
+                    decisive: true,
+                },
+                None => Candidates {
+                    at: Vec::new(),
+                    searched: true,
+                    decisive: false,
+                },
+            };
+        }
+    }
     // An echo that does not hash to the anchor is garbled and disregarded.
     let content = a
         .content
@@ -640,11 +659,36 @@ fn candidates(doc: &Document, a: &Anchor, seen: Option<&Document>) -> Candidates
     }
 }
 
+/// Where each line of the caller's snapshot stands in the current file (its
+/// line diff snapshot → current), when the two differ; `None` otherwise.
+type SeenMap = Option<Vec<Option<usize>>>;
+
+fn seen_map(doc: &Document, seen: Option<&Document>) -> SeenMap {
+    let s = seen?;
+    if s.line_count() == doc.line_count() && s.lines().eq(doc.lines()) {
+        return None;
+    }
+    let old: Vec<&str> = s.lines().collect();
+    let new: Vec<&str> = doc.lines().collect();
+    let mut map = vec![None; old.len()];
+    for r in splice::line_diff(&old, &new).iter().filter(|r| r.equal) {
+        for (o, n) in r.old.clone().zip(r.new.clone()) {
+            map[o] = Some(n);
+        }
+    }
+    Some(map)
+}
+
 /// The one displacement every anchor of an edit agrees on (spec §5.1), or
 /// `Err(())` (stale) when they disagree or nothing tells the candidates apart.
 fn displacement(e: &AnchorEdit, doc: &Document, seen: Option<&Document>) -> Result<isize, ()> {
     let anchors = op_anchors(&e.op);
-    let cands: Vec<Candidates> = anchors.iter().map(|a| candidates(doc, a, seen)).collect();
+    // The snapshot's diff is computed only when it differs from the file.
+    let map = seen_map(doc, seen);
+    let cands: Vec<Candidates> = anchors
+        .iter()
+        .map(|a| candidates(doc, a, seen, &map))
+        .collect();
     let Some((first, rest)) = cands.split_first() else {
         return Ok(0);
     };
@@ -670,7 +714,7 @@ fn displacement(e: &AnchorEdit, doc: &Document, seen: Option<&Document>) -> Resu
         .iter()
         .filter(|a| !anchors.contains(a))
         .filter_map(|a| {
-            let c = candidates(doc, a, seen);
+            let c = candidates(doc, a, seen, &map);
             c.decisive.then(|| (a.line, c.at[0]))
         })
         .collect();

@@ -467,7 +467,10 @@ enum MovedOutcome {
 /// Builds the current file from the case (moves applied), the model's hashline
 /// text (stale line numbers, original hashes, echoes), and the intended result;
 /// applies the text and says how it went.
-fn run_moved_case(case: &MovedCase) -> Option<MovedOutcome> {
+///
+/// With `with_seen` the resolver gets the file as the model read it (an
+/// agent's snapshot), as `ResolveContext::seen`.
+fn run_moved_case(case: &MovedCase, with_seen: bool) -> Option<MovedOutcome> {
     use lancet::line_hash;
     let seen = &case.seen;
     if case.edits.is_empty() {
@@ -607,7 +610,11 @@ fn run_moved_case(case: &MovedCase) -> Option<MovedOutcome> {
     let ops: Vec<&EditOp> = patch.ops();
     let mut reports: Vec<EditReport> = (0..ops.len()).map(|i| EditReport::new(i, 0)).collect();
     let opts = MatchOptions::default();
-    let ctx = ResolveContext::new(&opts);
+    let seen_doc = Document::from_text(&join(seen, "\n", true));
+    let ctx = ResolveContext {
+        seen: with_seen.then_some(&seen_doc),
+        ..ResolveContext::new(&opts)
+    };
     let out = resolve_file(&doc, &ops, &ctx, false, &mut reports);
     // A failed edit fails the call (all or nothing: the engine writes nothing).
     if !reports.iter().all(|r| r.status.is_ok()) {
@@ -636,16 +643,24 @@ proptest! {
     /// model output", hashline part; spec §5.1).
     #[test]
     fn hashline_moved_lines_never_wrong(case in arb_moved_case()) {
-        if let Some(MovedOutcome::Wrong(why)) = run_moved_case(&case) {
-            prop_assert!(false, "wrong: {}", why);
+        for with_seen in [false, true] {
+            if let Some(MovedOutcome::Wrong(why)) = run_moved_case(&case, with_seen) {
+                prop_assert!(false, "wrong (snapshot: {}): {}", with_seen, why);
+            }
         }
     }
 }
 
 /// The same generator over 2,000 cases with a fixed seed: none wrong, and the
-/// share applied where it was meant (the recall) stays at or above its floor.
+/// share applied where it was meant (the recall) stays at or above its floor,
+/// without the agent's snapshot (the CLI) and with it.
 #[test]
 fn hashline_moved_lines_recall() {
+    moved_lines_recall(false, 1100);
+    moved_lines_recall(true, 1980);
+}
+
+fn moved_lines_recall(with_seen: bool, floor: usize) {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
     let mut runner = TestRunner::new_with_rng(
@@ -659,7 +674,7 @@ fn hashline_moved_lines_recall() {
         let Ok(tree) = strategy.new_tree(&mut runner) else {
             continue;
         };
-        match run_moved_case(&tree.current()) {
+        match run_moved_case(&tree.current(), with_seen) {
             Some(MovedOutcome::Correct) => correct += 1,
             Some(MovedOutcome::Refused) => refused += 1,
             Some(MovedOutcome::Wrong(why)) => {
@@ -671,9 +686,9 @@ fn hashline_moved_lines_recall() {
         }
     }
     eprintln!(
-        "hashline moved lines: {correct} correct, {refused} refused, {wrong} wrong, \
+        "hashline moved lines (snapshot: {with_seen}): {correct} correct, {refused} refused, {wrong} wrong, \
          {undetermined} undetermined (applied in place, nothing showed the move) of 2000"
     );
     assert_eq!(wrong, 0, "{}", first_wrong.unwrap_or_default());
-    assert!(correct >= 1100, "recall fell: {correct} correct of 2000");
+    assert!(correct >= floor, "recall fell: {correct} correct of 2000");
 }
