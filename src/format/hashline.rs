@@ -1110,6 +1110,39 @@ mod tests {
         Ok(doc.apply(&b.finish().map_err(|_| EditError::BlankSearch)?))
     }
 
+    fn apply_seen(doc: &Document, seen: &Document, text: &str) -> Result<Document, EditError> {
+        let patch = parse_text(text).map_err(|_| EditError::BlankSearch)?;
+        let opts = MatchOptions::default();
+        let ctx = ResolveContext {
+            seen: Some(seen),
+            ..ResolveContext::new(&opts)
+        };
+        let mut b = crate::edit::TextEditBuilder::new();
+        for op in patch.ops() {
+            for p in op.resolve(doc, &ctx)?.pieces {
+                b.replace(p.range, p.lines, 0);
+            }
+        }
+        Ok(doc.apply(&b.finish().map_err(|_| EditError::BlankSearch)?))
+    }
+
+    #[test]
+    fn snapshot_diff_places_a_blank_anchor_whose_file_moved() {
+        // The model read `seen`; 3 lines (one blank) were added above since.
+        let seen = Document::from_text("a\n\nb\n");
+        let doc = Document::from_text("x\n\ny\na\n\nb\n");
+        let blank = line_hash("");
+        // Without the snapshot the blank line at the stated line 2 would do.
+        let text = format!("@@ insert after 2:{blank}\n+new\n");
+        let out = apply_seen(&doc, &seen, &text).unwrap();
+        assert_eq!(out.text(), "x\n\ny\na\n\nnew\nb\n");
+        // An anchor that is not the snapshot's line there (another hash) is
+        // placed by its echo, searched for in the window.
+        let echoed = format!("@@ insert after 2:{}|a\n+new\n", line_hash("a"));
+        let out = apply_seen(&doc, &seen, &echoed).unwrap();
+        assert_eq!(out.text(), "x\n\ny\na\nnew\n\nb\n");
+    }
+
     #[test]
     fn replace_insert_delete() {
         let doc = Document::from_text("a\nb\nc\nd\n");
