@@ -8,12 +8,16 @@
 //! the line number identifies the line, the hash only proves the model saw
 //! the current content.
 //!
-//! Every anchor of an edit is verified before anything is written. An anchor
-//! whose hash no longer matches is **relocated** only when the content it
-//! stood for is known (echoed after `|`, or from the version the caller says
-//! the model saw) and occurs exactly once within a window around the stated
-//! line; relocation compares content, never the hash alone. Otherwise the
-//! edit is stale, and the feedback shows fresh anchors around each stale one.
+//! Every anchor of an edit is verified before anything is written. Each
+//! anchor yields the displacements its content allows (the content echoed
+//! after `|`, or from the version the caller says the model saw, found
+//! within a window around the stated line; without content, only "in place"
+//! on a matching hash): relocation compares content, never the hash alone.
+//! The edit takes the one displacement all its anchors allow; an edit
+//! anchored only on low-information lines (`}`, blank) takes it from the
+//! call's decisive anchors around it. Otherwise the edit is stale, and the
+//! feedback shows fresh anchors around each stale one. Invariant: the
+//! anchors of one edit never resolve with two different displacements.
 //!
 //! Repairs (each reported): anchor prefixes echoed into every payload line
 //! are stripped; a range replacement whose payload restates the lines just
@@ -132,6 +136,10 @@ pub struct AnchorEdit {
     pub op: AnchorOp,
     /// 1-based input line of the directive (0 for JSON).
     pub source_line: usize,
+    /// Every anchor the same input gives for the same file (this edit's
+    /// included): the call's evidence of how far the file moved, which an
+    /// edit anchored only on low-information lines needs (spec §5.1).
+    pub call_anchors: std::sync::Arc<[Anchor]>,
 }
 
 // ------------------------------------------------------------------ parsing
@@ -367,12 +375,14 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
             EditOp::Anchor(AnchorEdit {
                 op,
                 source_line: at,
+                call_anchors: Default::default(),
             }),
         );
     }
     if changes.is_empty() {
         return Err(ParseError::NoEdits);
     }
+    share_call_anchors(&mut changes);
     Ok(Patch {
         changes,
         notes: Vec::new(),
@@ -487,7 +497,11 @@ fn parse_json(args: &Value) -> Result<Patch, ParseError> {
             }
             _ => return Err(bad("op", OPS)),
         };
-        ops.push(EditOp::Anchor(AnchorEdit { op, source_line: 0 }));
+        ops.push(EditOp::Anchor(AnchorEdit {
+            op,
+            source_line: 0,
+            call_anchors: Default::default(),
+        }));
     }
     let mut changes = Vec::new();
     if !ops.is_empty() {
@@ -502,10 +516,62 @@ fn parse_json(args: &Value) -> Result<Patch, ParseError> {
     if changes.is_empty() {
         return Err(ParseError::NoEdits);
     }
+    share_call_anchors(&mut changes);
     Ok(Patch {
         changes,
         notes: Vec::new(),
     })
+}
+
+/// The anchors of one operation.
+fn op_anchors(op: &AnchorOp) -> Vec<&Anchor> {
+    match op {
+        AnchorOp::Replace { start, end, .. } if start == end => vec![start],
+        AnchorOp::Replace { start, end, .. } => vec![start, end],
+        AnchorOp::InsertAfter { anchor, .. } | AnchorOp::InsertBefore { anchor, .. } => {
+            vec![anchor]
+        }
+        AnchorOp::SetFile { .. } => Vec::new(),
+    }
+}
+
+/// Gives every anchor edit the anchors of all edits of its file in this input
+/// (sections naming one path are gathered, as the engine gathers them).
+fn share_call_anchors(changes: &mut [FileChange]) {
+    fn edits(c: &mut FileChange) -> Vec<&mut AnchorEdit> {
+        match &mut c.action {
+            Action::Edit(ops) | Action::Create(ops) | Action::Delete(ops) => ops
+                .iter_mut()
+                .filter_map(|op| match op {
+                    EditOp::Anchor(a) => Some(a),
+                    _ => None,
+                })
+                .collect(),
+            Action::Remove(_) => Vec::new(),
+        }
+    }
+    let mut by_path: Vec<(Option<String>, Vec<Anchor>)> = Vec::new();
+    for c in changes.iter_mut() {
+        let path = c.path.clone();
+        let anchors: Vec<Anchor> = edits(c)
+            .iter()
+            .flat_map(|e| op_anchors(&e.op).into_iter().cloned())
+            .collect();
+        match by_path.iter_mut().find(|(p, _)| *p == path) {
+            Some((_, all)) => all.extend(anchors),
+            None => by_path.push((path, anchors)),
+        }
+    }
+    for c in changes.iter_mut() {
+        let path = c.path.clone();
+        let Some((_, all)) = by_path.iter().find(|(p, _)| *p == path) else {
+            continue;
+        };
+        let shared: std::sync::Arc<[Anchor]> = all.clone().into();
+        for e in edits(c) {
+            e.call_anchors = shared.clone();
+        }
+    }
 }
 
 fn split_payload(s: &str) -> Vec<String> {
@@ -520,43 +586,169 @@ fn split_payload(s: &str) -> Vec<String> {
 
 // ------------------------------------------------------------------ resolving
 
-/// The 0-based line an anchor stands for now, after verifying (and, when the
-/// content is known, relocating) it; `Err(())` when stale.
-fn verify(
-    doc: &Document,
-    a: &Anchor,
-    seen: Option<&Document>,
-    warnings: &mut Vec<Warning>,
-) -> Result<usize, ()> {
+/// Whether a line says enough to place an anchor by itself: it holds a
+/// letter or a digit. A blank line, `}` or `)]` recurs everywhere.
+fn informative(line: &str) -> bool {
+    line.chars().any(char::is_alphanumeric)
+}
+
+/// What one anchor says about where its line stands now.
+struct Candidates {
+    /// Displacements (current line − stated line) where the line it stood for stands.
+    at: Vec<isize>,
+    /// Whether the displacements come from a search by content (else from the hash in place).
+    searched: bool,
+    /// Whether the anchor fixes the displacement by itself: an informative
+    /// line standing exactly once in the window, or, its content unknown, an
+    /// informative line in place whose hash matches.
+    decisive: bool,
+}
+
+/// The displacements one anchor allows (spec §5): its content (echo, else
+/// the caller's snapshot) searched for within the relocation window; without
+/// content, only "in place" when the hash matches there.
+fn candidates(doc: &Document, a: &Anchor, seen: Option<&Document>, map: &SeenMap) -> Candidates {
     let i = a.line - 1;
-    let echo_agrees = |line: &str| {
-        a.content
-            .as_deref()
-            .is_none_or(|c| c.trim_end() == line.trim_end() || line_hash(c) != a.hash)
-    };
-    // The hash alone never decides: when the model echoed the line and the echo
-    // differs from the line here (a hash collision), the content is looked for.
-    if i < doc.line_count() && line_hash(doc.line(i)) == a.hash && echo_agrees(doc.line(i)) {
-        return Ok(i);
+    let in_place = i < doc.line_count() && line_hash(doc.line(i)) == a.hash;
+    // The snapshot's line diff says where the very line the model saw went
+    // (or that it changed): decisive, whatever the line holds.
+    if let (Some(s), Some(moved)) = (seen, map) {
+        let echo_agrees = a.content.as_deref().is_none_or(|c| same(c, s.line(i)));
+        if i < s.line_count() && line_hash(s.line(i)) == a.hash && echo_agrees {
+            return match moved[i] {
+                Some(j) => Candidates {
+                    at: vec![j as isize - i as isize],
+                    searched: true,
+                    decisive: true,
+                },
+                None => Candidates {
+                    at: Vec::new(),
+                    searched: true,
+                    decisive: false,
+                },
+            };
+        }
     }
-    // What the line held when the model saw it: echoed, or from the seen version.
-    let content = a.content.clone().or_else(|| {
-        seen.filter(|s| i < s.line_count() && line_hash(s.line(i)) == a.hash)
-            .map(|s| s.line(i).to_owned())
-    });
-    let Some(content) = content.filter(|c| line_hash(c) == a.hash) else {
-        return Err(());
+    // An echo that does not hash to the anchor is garbled and disregarded.
+    let content = a
+        .content
+        .clone()
+        .filter(|c| line_hash(c) == a.hash)
+        .or_else(|| {
+            seen.filter(|s| i < s.line_count() && line_hash(s.line(i)) == a.hash)
+                .map(|s| s.line(i).to_owned())
+        });
+    let Some(content) = content else {
+        return Candidates {
+            at: if in_place { vec![0] } else { Vec::new() },
+            searched: false,
+            decisive: in_place && informative(doc.line(i)),
+        };
     };
     let lo = i.saturating_sub(RELOCATION_WINDOW);
     let hi = (i + RELOCATION_WINDOW + 1).min(doc.line_count());
-    let hits: Vec<usize> = (lo..hi)
-        .filter(|&k| doc.line(k).trim_end() == content.trim_end())
+    let at: Vec<isize> = (lo..hi)
+        .filter(|&k| same(doc.line(k), &content))
+        .map(|k| k as isize - i as isize)
         .collect();
-    match hits.as_slice() {
-        [k] => {
-            warnings.push(Warning::Relocated { from: i, to: *k });
-            Ok(*k)
+    let decisive = at.len() == 1 && informative(&content);
+    Candidates {
+        at,
+        searched: true,
+        decisive,
+    }
+}
+
+/// Where each line of the caller's snapshot stands in the current file (its
+/// line diff snapshot → current), when the two differ; `None` otherwise.
+type SeenMap = Option<Vec<Option<usize>>>;
+
+fn seen_map(doc: &Document, seen: Option<&Document>) -> SeenMap {
+    let s = seen?;
+    if s.line_count() == doc.line_count() && s.lines().eq(doc.lines()) {
+        return None;
+    }
+    let old: Vec<&str> = s.lines().collect();
+    let new: Vec<&str> = doc.lines().collect();
+    let mut map = vec![None; old.len()];
+    for r in splice::line_diff(&old, &new).iter().filter(|r| r.equal) {
+        for (o, n) in r.old.clone().zip(r.new.clone()) {
+            map[o] = Some(n);
         }
+    }
+    Some(map)
+}
+
+/// The one displacement every anchor of an edit agrees on (spec §5.1), or
+/// `Err(())` (stale) when they disagree or nothing tells the candidates apart.
+fn displacement(e: &AnchorEdit, doc: &Document, seen: Option<&Document>) -> Result<isize, ()> {
+    let anchors = op_anchors(&e.op);
+    // The snapshot's diff is computed only when it differs from the file.
+    let map = seen_map(doc, seen);
+    let cands: Vec<Candidates> = anchors
+        .iter()
+        .map(|a| candidates(doc, a, seen, &map))
+        .collect();
+    let Some((first, rest)) = cands.split_first() else {
+        return Ok(0);
+    };
+    let agreed: Vec<isize> = first
+        .at
+        .iter()
+        .copied()
+        .filter(|d| rest.iter().all(|c| c.at.contains(d)))
+        .collect();
+    if agreed.is_empty() {
+        return Err(());
+    }
+    // A decisive anchor has one candidate, so `agreed` is it.
+    if cands.iter().any(|c| c.decisive) {
+        return Ok(agreed[0]);
+    }
+    // Only low-information or repeated lines: the call's decisive anchors
+    // nearest above and below this edit say how far this part of the file moved.
+    let lo = anchors.iter().map(|a| a.line).min().unwrap_or(1);
+    let hi = anchors.iter().map(|a| a.line).max().unwrap_or(lo);
+    let fixed: Vec<(usize, isize)> = e
+        .call_anchors
+        .iter()
+        .filter(|a| !anchors.contains(a))
+        .filter_map(|a| {
+            let c = candidates(doc, a, seen, &map);
+            c.decisive.then(|| (a.line, c.at[0]))
+        })
+        .collect();
+    // The shift of the nearest fixed points on one side, when they agree.
+    let side = |pick: &dyn Fn(usize) -> bool, nearest: fn(usize, usize) -> bool| {
+        let mut best: Option<(usize, isize)> = None;
+        let mut split = false;
+        for &(l, d) in fixed.iter().filter(|(l, _)| pick(*l)) {
+            match best {
+                Some((bl, bd)) if bl == l => split |= bd != d,
+                Some((bl, _)) if !nearest(l, bl) => {}
+                _ => {
+                    best = Some((l, d));
+                    split = false;
+                }
+            }
+        }
+        best.filter(|_| !split).map(|(_, d)| d)
+    };
+    let above = side(&|l| l <= lo, |l, b| l > b);
+    let below = side(&|l| l >= hi, |l, b| l < b);
+    if let (Some(a), Some(b)) = (above, below) {
+        if a == b {
+            return if agreed.contains(&a) { Ok(a) } else { Err(()) };
+        }
+    }
+    let moved = fixed.iter().any(|&(_, d)| d != 0);
+    if !moved && agreed.contains(&0) {
+        return Ok(0);
+    }
+    // Something moved, or the line is not in place: only content that stands
+    // once in the window places it.
+    match agreed.as_slice() {
+        [d] if cands.iter().all(|c| c.searched) => Ok(*d),
         _ => Err(()),
     }
 }
@@ -615,39 +807,49 @@ fn resolve_anchor_edit(
     ctx: &ResolveContext<'_>,
 ) -> Result<Resolution, EditError> {
     let mut warnings = Vec::new();
-    let seen = ctx.seen;
     let mut stale = Vec::new();
-    let mut check = |a: &Anchor, warnings: &mut Vec<Warning>| -> usize {
-        verify(doc, a, seen, warnings).unwrap_or_else(|()| {
+    let shift = displacement(e, doc, ctx.seen);
+    if shift.is_err() {
+        for a in op_anchors(&e.op) {
             if !stale.contains(&a.text()) {
                 stale.push(a.text());
             }
-            usize::MAX
-        })
+        }
+    }
+    let d = shift.unwrap_or(0);
+    // Every anchor takes the edit's one displacement: a range never mixes two.
+    let mut place = |a: &Anchor| -> usize {
+        let to = (a.line - 1) as isize + d;
+        if d != 0 && stale.is_empty() {
+            let w = Warning::Relocated {
+                from: a.line - 1,
+                to: to as usize,
+            };
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+        }
+        to.max(0) as usize
     };
     let (range, mut lines) = match &e.op {
         AnchorOp::SetFile { lines } => (0..doc.line_count(), lines.clone()),
         AnchorOp::Replace { start, end, lines } => {
-            let s = check(start, &mut warnings);
-            let t = if end == start {
-                s
-            } else {
-                check(end, &mut warnings)
-            };
+            let s = place(start);
+            let t = place(end);
             if stale.is_empty() && t < s {
                 return Err(EditError::AnchorOrder {
                     start: start.text(),
                     end: end.text(),
                 });
             }
-            (s..t.saturating_add(1), lines.clone())
+            (s..t + 1, lines.clone())
         }
         AnchorOp::InsertAfter { anchor, lines } => {
-            let k = check(anchor, &mut warnings);
-            (k.saturating_add(1)..k.saturating_add(1), lines.clone())
+            let k = place(anchor);
+            (k + 1..k + 1, lines.clone())
         }
         AnchorOp::InsertBefore { anchor, lines } => {
-            let k = check(anchor, &mut warnings);
+            let k = place(anchor);
             (k..k, lines.clone())
         }
     };
@@ -906,6 +1108,39 @@ mod tests {
             }
         }
         Ok(doc.apply(&b.finish().map_err(|_| EditError::BlankSearch)?))
+    }
+
+    fn apply_seen(doc: &Document, seen: &Document, text: &str) -> Result<Document, EditError> {
+        let patch = parse_text(text).map_err(|_| EditError::BlankSearch)?;
+        let opts = MatchOptions::default();
+        let ctx = ResolveContext {
+            seen: Some(seen),
+            ..ResolveContext::new(&opts)
+        };
+        let mut b = crate::edit::TextEditBuilder::new();
+        for op in patch.ops() {
+            for p in op.resolve(doc, &ctx)?.pieces {
+                b.replace(p.range, p.lines, 0);
+            }
+        }
+        Ok(doc.apply(&b.finish().map_err(|_| EditError::BlankSearch)?))
+    }
+
+    #[test]
+    fn snapshot_diff_places_a_blank_anchor_whose_file_moved() {
+        // The model read `seen`; 3 lines (one blank) were added above since.
+        let seen = Document::from_text("a\n\nb\n");
+        let doc = Document::from_text("x\n\ny\na\n\nb\n");
+        let blank = line_hash("");
+        // Without the snapshot the blank line at the stated line 2 would do.
+        let text = format!("@@ insert after 2:{blank}\n+new\n");
+        let out = apply_seen(&doc, &seen, &text).unwrap();
+        assert_eq!(out.text(), "x\n\ny\na\n\nnew\nb\n");
+        // An anchor that is not the snapshot's line there (another hash) is
+        // placed by its echo, searched for in the window.
+        let echoed = format!("@@ insert after 2:{}|a\n+new\n", line_hash("a"));
+        let out = apply_seen(&doc, &seen, &echoed).unwrap();
+        assert_eq!(out.text(), "x\n\ny\na\nnew\n\nb\n");
     }
 
     #[test]

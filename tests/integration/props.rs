@@ -356,3 +356,339 @@ proptest! {
         lancet::invariants::anchor_and_patch_parse(parts.concat().as_bytes());
     }
 }
+
+// ------------------------------------------------------------------ hashline: lines moved above the edits
+
+/// One hashline edit a model writes against the file it read: a range of the
+/// original lines (0-based, inclusive) and what it does there.
+#[derive(Debug, Clone)]
+enum MovedEdit {
+    /// `replace A B` (an empty payload is `delete A B`).
+    Replace(usize, usize, Vec<String>),
+    /// `insert after A`.
+    After(usize, Vec<String>),
+    /// `insert before A`.
+    Before(usize, Vec<String>),
+}
+
+impl MovedEdit {
+    fn span(&self) -> (usize, usize) {
+        match self {
+            MovedEdit::Replace(s, e, _) => (*s, *e),
+            MovedEdit::After(a, _) | MovedEdit::Before(a, _) => (*a, *a),
+        }
+    }
+}
+
+/// A file as the model read it, the edits it wrote against that view, and how
+/// the file moved before the edits arrived: blocks of lines added or removed
+/// in the gaps above and between the edits (never inside an edit's lines),
+/// each at most 10 lines, so every moved line stays within the ±20-line
+/// relocation window. Lines come from `arb_line` (repeats, blank lines and
+/// lone braces are common); new lines are unique (`new 3.1`) so no edit is
+/// mistaken for an already applied one.
+#[derive(Debug, Clone)]
+struct MovedCase {
+    seen: Vec<String>,
+    edits: Vec<MovedEdit>,
+    /// (gap index, where in the gap 0..1000, +k added / −k removed, the added lines).
+    moves: Vec<(usize, usize, isize, Vec<String>)>,
+    /// Which anchors carry their echo (`12:ABC|content`), by edit.
+    echo: Vec<bool>,
+}
+
+fn arb_moved_case() -> impl Strategy<Value = MovedCase> {
+    (
+        prop::collection::vec(arb_line(), 12..60),
+        prop::collection::vec((0usize..1000, 0usize..4, 0usize..3, 0usize..3), 1..5),
+        prop::collection::vec(
+            (0usize..6, 0usize..1000, -10isize..=10, arb_lines(10)),
+            1..3,
+        ),
+        prop::collection::vec(prop::bool::weighted(0.9), 5),
+    )
+        .prop_map(|(seen, raw, moves, echo)| {
+            // Edits at increasing positions, at least one line apart.
+            let n = seen.len();
+            let mut edits = Vec::new();
+            let mut next = 0usize;
+            let slots = raw.len();
+            for (k, (pos, kind, len, payload)) in raw.into_iter().enumerate() {
+                let room = n.saturating_sub(next);
+                let lo = next + pos % (room / (slots - k)).max(1);
+                if lo >= n {
+                    break;
+                }
+                let lines: Vec<String> = (0..payload + usize::from(kind != 1))
+                    .map(|j| format!("new {k}.{j}"))
+                    .collect();
+                let e = match kind {
+                    0 | 1 => {
+                        let end = (lo + len).min(n - 1);
+                        let lines = if kind == 1 { Vec::new() } else { lines };
+                        MovedEdit::Replace(lo, end, lines)
+                    }
+                    2 => MovedEdit::After(lo, lines),
+                    _ => MovedEdit::Before(lo, lines),
+                };
+                next = e.span().1 + 2;
+                edits.push(e);
+            }
+            let moves = moves
+                .into_iter()
+                .map(|(g, at, k, mut added)| {
+                    let k = if k == 0 { 1 } else { k };
+                    added.resize(k.unsigned_abs(), "added".to_owned());
+                    (g, at, k, added)
+                })
+                .collect();
+            MovedCase {
+                seen,
+                edits,
+                moves,
+                echo,
+            }
+        })
+}
+
+/// What happened to one generated case.
+#[derive(Debug, PartialEq, Eq)]
+enum MovedOutcome {
+    Correct,
+    Refused,
+    Wrong(String),
+    /// Applied at the stated lines although the file moved, where nothing
+    /// could tell: an edit whose lines moved has no anchor, of its own or of
+    /// the call above and below it, whose echoed line has a letter or digit
+    /// and stands once within its window, so nothing shows the move.
+    Undetermined,
+}
+
+/// Builds the current file from the case (moves applied), the model's hashline
+/// text (stale line numbers, original hashes, echoes), and the intended result;
+/// applies the text and says how it went.
+///
+/// With `with_seen` the resolver gets the file as the model read it (an
+/// agent's snapshot), as `ResolveContext::seen`.
+fn run_moved_case(case: &MovedCase, with_seen: bool) -> Option<MovedOutcome> {
+    use lancet::line_hash;
+    let seen = &case.seen;
+    if case.edits.is_empty() {
+        return None;
+    }
+    // Gaps: runs of original lines outside every edit span (gap g is above edit g).
+    let mut gaps: Vec<(usize, usize)> = Vec::new();
+    let mut from = 0;
+    for e in &case.edits {
+        let (s, t) = e.span();
+        gaps.push((from, s));
+        from = t + 1;
+    }
+    gaps.push((from, seen.len()));
+    // The current file: (original index, text).
+    let mut cur: Vec<(Option<usize>, String)> = seen
+        .iter()
+        .cloned()
+        .enumerate()
+        .map(|(i, l)| (Some(i), l))
+        .collect();
+    let mut total = 0isize;
+    for (g, at, k, added) in &case.moves {
+        let (lo, hi) = gaps[g % gaps.len()];
+        total += k.abs();
+        if total > 20 {
+            break;
+        }
+        let pos_of = |cur: &Vec<(Option<usize>, String)>, orig: usize| {
+            cur.iter().position(|(o, _)| *o == Some(orig))
+        };
+        if *k > 0 {
+            // Insert before original line `p` (or at the end of the file).
+            let p = lo + at % (hi - lo + 1);
+            let idx = if p < seen.len() {
+                pos_of(&cur, p)?
+            } else {
+                cur.len()
+            };
+            for (j, l) in added.iter().enumerate() {
+                cur.insert(idx + j, (None, l.clone()));
+            }
+        } else {
+            let k = k.unsigned_abs();
+            if hi - lo < k {
+                continue;
+            }
+            let p = lo + at % (hi - lo - k + 1);
+            // Remove original lines p..p+k that are still there.
+            cur.retain(|(o, _)| !o.is_some_and(|o| o >= p && o < p + k));
+        }
+    }
+    let current: Vec<String> = cur.iter().map(|(_, l)| l.clone()).collect();
+    // The intended result: each edit applied where its original lines now stand.
+    let mut want = cur.clone();
+    for e in case.edits.iter().rev() {
+        let pos = |orig: usize| want.iter().position(|(o, _)| *o == Some(orig));
+        match e {
+            MovedEdit::Replace(s, t, lines) => {
+                let (a, b) = (pos(*s)?, pos(*t)?);
+                want.splice(a..=b, lines.iter().map(|l| (None, l.clone())));
+            }
+            MovedEdit::After(a, lines) => {
+                let at = pos(*a)? + 1;
+                want.splice(at..at, lines.iter().map(|l| (None, l.clone())));
+            }
+            MovedEdit::Before(a, lines) => {
+                let at = pos(*a)?;
+                want.splice(at..at, lines.iter().map(|l| (None, l.clone())));
+            }
+        }
+    }
+    let want: Vec<String> = want.into_iter().map(|(_, l)| l).collect();
+    // Whether some anchor can show how the file moved: its echoed line is
+    // informative and stands exactly once within ±20 lines of its stated line.
+    let shows_move = |i: usize| {
+        let lo = i.saturating_sub(20);
+        let hi = (i + 21).min(current.len());
+        seen[i].chars().any(char::is_alphanumeric)
+            && (lo..hi.max(lo))
+                .filter(|&k| current[k].trim_end() == seen[i].trim_end())
+                .count()
+                == 1
+    };
+    // An edit whose lines moved is placed by the input when one of its own
+    // anchors shows the move, or anchors that do stand above and below it.
+    let shows: Vec<(usize, bool)> = case
+        .edits
+        .iter()
+        .enumerate()
+        .map(|(k, e)| {
+            let (s, t) = e.span();
+            (
+                s,
+                case.echo[k % case.echo.len()] && (shows_move(s) || shows_move(t)),
+            )
+        })
+        .collect();
+    let determined = case.edits.iter().enumerate().all(|(k, e)| {
+        let (s, _) = e.span();
+        let moved = cur.iter().position(|(o, _)| *o == Some(s)) != Some(s);
+        !moved
+            || shows[k].1
+            || (shows[..k].iter().any(|x| x.1) && shows[k + 1..].iter().any(|x| x.1))
+    });
+    // The model's text, against the file it read.
+    let anchor = |i: usize, echo: bool| {
+        let h = line_hash(&seen[i]);
+        if echo {
+            format!("{}:{h}|{}", i + 1, seen[i])
+        } else {
+            format!("{}:{h}", i + 1)
+        }
+    };
+    let mut text = String::from("@@ file f.txt\n");
+    for (k, e) in case.edits.iter().enumerate() {
+        let echo = case.echo[k % case.echo.len()];
+        let (head, lines) = match e {
+            MovedEdit::Replace(s, t, lines) if lines.is_empty() => (
+                format!("delete {} {}", anchor(*s, echo), anchor(*t, echo)),
+                lines,
+            ),
+            MovedEdit::Replace(s, t, lines) => (
+                format!("replace {} {}", anchor(*s, echo), anchor(*t, echo)),
+                lines,
+            ),
+            MovedEdit::After(a, lines) => (format!("insert after {}", anchor(*a, echo)), lines),
+            MovedEdit::Before(a, lines) => (format!("insert before {}", anchor(*a, echo)), lines),
+        };
+        text.push_str(&format!("@@ {head}\n"));
+        for l in lines {
+            text.push_str(&format!("+{l}\n"));
+        }
+    }
+    let doc = Document::from_text(&join(&current, "\n", true));
+    let patch = Format::Hashline.parse(&text).ok()?;
+    let ops: Vec<&EditOp> = patch.ops();
+    let mut reports: Vec<EditReport> = (0..ops.len()).map(|i| EditReport::new(i, 0)).collect();
+    let opts = MatchOptions::default();
+    let seen_doc = Document::from_text(&join(seen, "\n", true));
+    let ctx = ResolveContext {
+        seen: with_seen.then_some(&seen_doc),
+        ..ResolveContext::new(&opts)
+    };
+    let out = resolve_file(&doc, &ops, &ctx, false, &mut reports);
+    // A failed edit fails the call (all or nothing: the engine writes nothing).
+    if !reports.iter().all(|r| r.status.is_ok()) {
+        return Some(MovedOutcome::Refused);
+    }
+    let expected = join(&want, "\n", !want.is_empty());
+    Some(if out.text() == expected {
+        MovedOutcome::Correct
+    } else if !determined {
+        MovedOutcome::Undetermined
+    } else {
+        MovedOutcome::Wrong(format!(
+            "{text}\n--- current\n{}\n--- got\n{}\n--- want\n{expected}",
+            doc.text(),
+            out.text()
+        ))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// Hashline edits whose file moved (up to 20 lines added or removed above
+    /// and between them) are applied where the model meant, or refused with
+    /// the file untouched: never applied elsewhere (issue "Never wrong on real
+    /// model output", hashline part; spec §5.1).
+    #[test]
+    fn hashline_moved_lines_never_wrong(case in arb_moved_case()) {
+        for with_seen in [false, true] {
+            if let Some(MovedOutcome::Wrong(why)) = run_moved_case(&case, with_seen) {
+                prop_assert!(false, "wrong (snapshot: {}): {}", with_seen, why);
+            }
+        }
+    }
+}
+
+/// The same generator over 2,000 cases with a fixed seed: none wrong, and the
+/// share applied where it was meant (the recall) stays at or above its floor,
+/// without the agent's snapshot (the CLI) and with it.
+#[test]
+fn hashline_moved_lines_recall() {
+    moved_lines_recall(false, 1100);
+    moved_lines_recall(true, 1980);
+}
+
+fn moved_lines_recall(with_seen: bool, floor: usize) {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let mut runner = TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]),
+    );
+    let strategy = arb_moved_case();
+    let (mut correct, mut refused, mut wrong, mut undetermined) = (0, 0, 0, 0);
+    let mut first_wrong = None;
+    while correct + refused + wrong + undetermined < 2000 {
+        let Ok(tree) = strategy.new_tree(&mut runner) else {
+            continue;
+        };
+        match run_moved_case(&tree.current(), with_seen) {
+            Some(MovedOutcome::Correct) => correct += 1,
+            Some(MovedOutcome::Refused) => refused += 1,
+            Some(MovedOutcome::Wrong(why)) => {
+                wrong += 1;
+                first_wrong.get_or_insert(why);
+            }
+            Some(MovedOutcome::Undetermined) => undetermined += 1,
+            None => {}
+        }
+    }
+    eprintln!(
+        "hashline moved lines (snapshot: {with_seen}): {correct} correct, {refused} refused, {wrong} wrong, \
+         {undetermined} undetermined (applied in place, nothing showed the move) of 2000"
+    );
+    assert_eq!(wrong, 0, "{}", first_wrong.unwrap_or_default());
+    assert!(correct >= floor, "recall fell: {correct} correct of 2000");
+}
