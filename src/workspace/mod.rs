@@ -783,11 +783,6 @@ impl Workspace {
         let id = new_id();
         if !plan.is_empty() {
             self.apply(&mut plan, (!opts.no_undo).then_some(id.as_str()))?;
-            if !opts.no_undo {
-                if let Ok(undo) = self.state(&["undo"]) {
-                    journal::prune(&undo, JOURNAL_KEEP);
-                }
-            }
         }
         let hashes = plan
             .iter()
@@ -865,7 +860,8 @@ impl Workspace {
         Ok(plan)
     }
 
-    /// Stages every new content, journals the plan under `id` (when given),
+    /// Stages every new content, journals the plan under `id` (when given;
+    /// the journal is pruned after a successful commit),
     /// re-checks every target, then renames and deletes; any failure puts
     /// everything back.
     fn apply(&self, plan: &mut [Planned<'_>], id: Option<&str>) -> Result<(), WorkspaceError> {
@@ -929,8 +925,11 @@ impl Workspace {
         }
         // The renames have left the journal the only name of each linked
         // original: now it can be made private without touching a live file.
+        // The journal's directory, still open, is pruned here rather than
+        // opened again by the caller.
         if let (Some((undo, saved)), Some(id)) = (&journalled, id) {
             journal::privatize(undo, id, &saved.linked);
+            journal::prune(undo, JOURNAL_KEEP);
         }
         Ok(())
     }
