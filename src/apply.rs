@@ -62,6 +62,8 @@ pub struct ApplyOptions {
     /// Write files that lack write permission for their owner (refused
     /// otherwise: someone marked them read-only on purpose).
     pub force: bool,
+    /// Keep no undo journal entry for the commit (see [`CommitOptions::no_undo`]).
+    pub no_undo: bool,
 }
 
 /// A resolved apply, ready to be written.
@@ -74,6 +76,8 @@ pub struct Plan {
     writes: Vec<PlannedFile>,
     /// [`ApplyOptions::force`], for the commit.
     force: bool,
+    /// [`ApplyOptions::no_undo`], for the commit.
+    no_undo: bool,
 }
 
 /// One file's planned change: `after` at `new_path` (or nothing: deleted).
@@ -173,6 +177,7 @@ impl Plan {
         }
         let opts = CommitOptions {
             force: self.force,
+            no_undo: self.no_undo,
             ..CommitOptions::default()
         };
         lock.commit(&changes, &opts)?;
@@ -468,6 +473,7 @@ fn plan_in(
         outline,
         writes,
         force: opts.force,
+        no_undo: opts.no_undo,
     }
 }
 

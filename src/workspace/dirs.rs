@@ -71,6 +71,8 @@ pub(crate) struct Meta {
     pub(crate) size: u64,
     /// Modification time: seconds and nanoseconds.
     pub(crate) mtime: (i64, u64),
+    /// How many names the file has (1 where the platform does not say).
+    pub(crate) nlink: u64,
 }
 
 impl Meta {
@@ -176,6 +178,7 @@ mod unix {
             ino: st.st_ino as u64,
             size: st.st_size as u64,
             mtime: (st.st_mtime as i64, st.st_mtime_nsec as u64),
+            nlink: st.st_nlink as u64,
         }
     }
 
@@ -332,6 +335,14 @@ mod unix {
             Ok(())
         }
 
+        /// Gives the file `from` in `src` a second name, `to` in this
+        /// directory (`linkat` without `AT_SYMLINK_FOLLOW`: a symlink at
+        /// `from` is linked as itself, never followed).
+        pub(crate) fn link_from(&self, src: &Dir, from: &OsStr, to: &OsStr) -> io::Result<()> {
+            rfs::linkat(&src.fd, from, &self.fd, to, AtFlags::empty())?;
+            Ok(())
+        }
+
         /// Removes the empty directory `name`.
         pub(crate) fn remove_dir(&self, name: &OsStr) -> io::Result<()> {
             rfs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR)?;
@@ -435,6 +446,7 @@ mod portable {
             ino: 0,
             size: m.len(),
             mtime,
+            nlink: 1,
         }
     }
 
@@ -540,6 +552,11 @@ mod portable {
 
         pub(crate) fn unlink(&self, name: &OsStr) -> io::Result<()> {
             fs::remove_file(self.path.join(name))
+        }
+
+        /// Hard links are not used here: the journal copies instead.
+        pub(crate) fn link_from(&self, _src: &Dir, _from: &OsStr, _to: &OsStr) -> io::Result<()> {
+            Err(io::ErrorKind::Unsupported.into())
         }
 
         pub(crate) fn remove_dir(&self, name: &OsStr) -> io::Result<()> {

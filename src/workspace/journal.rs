@@ -5,6 +5,9 @@
 //! [`state`](super::state)): its directory is made with mode 0700, the copies
 //! and the manifest are created exclusively with mode 0600, and the manifest
 //! is renamed into place last, so an entry has one only once it is complete.
+//! An original with no other name is hard-linked rather than copied (the
+//! commit renames over its name, so its inode lives on untouched) and made
+//! 0600 once the renames have left the journal its only name.
 //!
 //! A manifest read back is data from a directory anyone with write access to
 //! the project could have edited, so [`load`] validates it field by field
@@ -28,7 +31,7 @@ use std::io::{Read, Write};
 
 use serde::{Deserialize, Serialize};
 
-use super::dirs::{Dir, FileKind};
+use super::dirs::{Dir, FileKind, Meta};
 use super::state::{DIR_MODE, FILE_MODE, StateDir};
 use super::{WorkspaceError, content_hash, io_at};
 
@@ -162,6 +165,61 @@ pub(crate) struct Record<'a> {
     pub(crate) path: &'a str,
     pub(crate) before: Option<(&'a [u8], u64, Option<u32>)>,
     pub(crate) after: Option<u64>,
+    /// Where the original is (its directory, its name, what it was when
+    /// read), so the journal can link it rather than copy it.
+    pub(crate) source: Option<(&'a Dir, &'a OsStr, Meta)>,
+}
+
+/// What [`write`] left in an entry's `files/`: every saved copy, and those of
+/// them that are hard links to the originals (to be made private by
+/// [`privatize`] once the commit has renamed the originals away).
+#[derive(Debug, Default)]
+pub(crate) struct Saved {
+    pub(crate) copies: Vec<String>,
+    pub(crate) linked: Vec<String>,
+}
+
+/// Links the original `from` in `src` into `files` as `to`, when that gives
+/// the journal exactly the file that was read: a regular file with no other
+/// name (so nothing else can write to it through one), the same device,
+/// inode, size and mtime as `read`. Anything else (a file system without
+/// hard links, a cross-device `.lancet/`, `protected_hardlinks` refusing
+/// another user's file, a file swapped since) leaves nothing and says false:
+/// the caller copies instead.
+fn link_original(files: &Dir, src: &Dir, from: &OsStr, read: &Meta, to: &OsStr) -> bool {
+    if read.nlink != 1 || files.link_from(src, from, to).is_err() {
+        return false;
+    }
+    let same = matches!(files.stat(to), Ok(Some(m))
+        if m.kind == FileKind::Regular && m.nlink == 2 && m.identity() == read.identity());
+    if !same {
+        let _ = files.unlink(to);
+    }
+    same
+}
+
+/// Makes the linked copies `linked` of entry `id` private (mode 0600) once
+/// the commit's renames have left the journal their only name. Best effort:
+/// the entry's directories are 0700 already, so a copy that keeps the
+/// original's mode (another user's file, which only its owner may chmod) is
+/// still out of everyone else's reach.
+pub(crate) fn privatize(undo: &StateDir, id: &str, linked: &[String]) {
+    if linked.is_empty() {
+        return;
+    }
+    let Ok(entry) = undo.dir().open_dir(OsStr::new(id)) else {
+        return;
+    };
+    let Ok(files) = entry.open_dir(OsStr::new(FILES)) else {
+        return;
+    };
+    for name in linked {
+        if let Ok((file, m)) = files.open_read(OsStr::new(name)) {
+            if m.mode & 0o7777 != FILE_MODE {
+                let _ = super::dirs::set_mode(&file, FILE_MODE);
+            }
+        }
+    }
 }
 
 /// Whether `name` looks like an entry id lancet makes (digits and dashes).
@@ -181,20 +239,28 @@ fn corrupt(id: &str, problem: JournalProblem) -> WorkspaceError {
     }
 }
 
-/// Writes entry `id`: the originals, then the manifest, and returns the names
-/// of the copies. On failure nothing of the entry is left.
+/// Writes entry `id`: the originals (hard-linked where that keeps exactly
+/// the file read, else copied), then the manifest, and says what it saved.
+/// On failure nothing of the entry is left.
+///
+/// A link costs no bytes: the commit renames the new content over the
+/// original's name, so the original inode lives on untouched in the journal.
+/// Undo checks every copy against its recorded hash either way, so a linked
+/// original someone wrote to through an open descriptor is refused, never
+/// restored.
 pub(crate) fn write(
     undo: &StateDir,
     id: &str,
     records: &[Record<'_>],
     created_dirs: Vec<String>,
-) -> Result<Vec<String>, WorkspaceError> {
+) -> Result<Saved, WorkspaceError> {
     let at = |name: &str| undo.path().join(id).join(name);
     let entry_name = OsStr::new(id);
     undo.dir()
         .make_dir(entry_name, DIR_MODE)
         .map_err(io_at(&undo.path().join(id)))?;
     let mut written: Vec<String> = Vec::new();
+    let mut linked: Vec<String> = Vec::new();
     let result = (|| -> Result<(), WorkspaceError> {
         let entry = undo
             .dir()
@@ -210,12 +276,19 @@ pub(crate) fn write(
         for (n, r) in records.iter().enumerate() {
             let name = n.to_string();
             if let Some((bytes, _, _)) = r.before {
-                let path = at(&format!("{FILES}/{name}"));
-                let mut f = files
-                    .create_new(OsStr::new(&name), FILE_MODE)
-                    .map_err(io_at(&path))?;
-                written.push(name.clone());
-                f.write_all(bytes).map_err(io_at(&path))?;
+                let to = OsStr::new(&name);
+                let link = r
+                    .source
+                    .is_some_and(|(src, from, read)| link_original(&files, src, from, &read, to));
+                if link {
+                    written.push(name.clone());
+                    linked.push(name.clone());
+                } else {
+                    let path = at(&format!("{FILES}/{name}"));
+                    let mut f = files.create_new(to, FILE_MODE).map_err(io_at(&path))?;
+                    written.push(name.clone());
+                    f.write_all(bytes).map_err(io_at(&path))?;
+                }
             }
             stored.push(StoredEntry {
                 path: r.path.to_owned(),
@@ -242,7 +315,10 @@ pub(crate) fn write(
             .map_err(io_at(&at(MANIFEST)))
     })();
     match result {
-        Ok(()) => Ok(written),
+        Ok(()) => Ok(Saved {
+            copies: written,
+            linked,
+        }),
         Err(e) => {
             remove_names(undo.dir(), id, &written);
             Err(e)

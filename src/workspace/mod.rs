@@ -146,12 +146,20 @@ pub struct CommitOptions {
     /// Write (or delete) files that lack write permission for their owner
     /// (refused otherwise: someone marked them read-only on purpose).
     pub force: bool,
+    /// Keep no undo journal entry for this commit: nothing is written under
+    /// `.lancet/` (not even the directory), and [`Workspace::undo`] cannot
+    /// revert it (it reverts the newest journalled commit instead). For
+    /// scripted use that has its own history (CI, version control). Every
+    /// other guarantee (all or nothing, staleness and identity checks,
+    /// modes and owners) holds as without it.
+    pub no_undo: bool,
 }
 
 /// What a successful commit did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommitReceipt {
-    /// The journal id; [`Workspace::undo`] reverts the newest one.
+    /// The journal id; [`Workspace::undo`] reverts the newest one. (Under
+    /// [`CommitOptions::no_undo`] no entry of that id exists.)
     pub id: String,
     /// The new content hash of every written path, in change order (deleted paths absent).
     pub hashes: Vec<(String, u64)>,
@@ -383,6 +391,8 @@ struct Planned<'a> {
     dir: Option<Dir>,
     /// The new bytes; `None` for a delete.
     new: Option<&'a [u8]>,
+    /// [`content_hash`] of `new`, computed once for the journal and the receipt.
+    new_hash: Option<u64>,
     /// The permission bits the new file gets.
     mode: Option<u32>,
     before: Option<Before>,
@@ -772,14 +782,11 @@ impl Workspace {
         let mut plan = self.plan(changes, opts.force)?;
         let id = new_id();
         if !plan.is_empty() {
-            self.apply(&mut plan, Some(&id))?;
-            if let Ok(undo) = self.state(&["undo"]) {
-                journal::prune(&undo, JOURNAL_KEEP);
-            }
+            self.apply(&mut plan, (!opts.no_undo).then_some(id.as_str()))?;
         }
         let hashes = plan
             .iter()
-            .filter_map(|p| Some((p.rel.to_owned(), content_hash(p.new?))))
+            .filter_map(|p| Some((p.rel.to_owned(), p.new_hash?)))
             .collect();
         Ok(CommitReceipt { id, hashes })
     }
@@ -845,6 +852,7 @@ impl Workspace {
                 target,
                 dir,
                 new,
+                new_hash: new.map(content_hash),
                 mode,
                 before,
             });
@@ -852,7 +860,8 @@ impl Workspace {
         Ok(plan)
     }
 
-    /// Stages every new content, journals the plan under `id` (when given),
+    /// Stages every new content, journals the plan under `id` (when given;
+    /// the journal is pruned after a successful commit),
     /// re-checks every target, then renames and deletes; any failure puts
     /// everything back.
     fn apply(&self, plan: &mut [Planned<'_>], id: Option<&str>) -> Result<(), WorkspaceError> {
@@ -886,9 +895,9 @@ impl Workspace {
                 Err(err) => return Err(self.discard(plan, &temps, &made, err)),
             },
         };
-        let drop_entry = |entry: Option<(StateDir, Vec<String>)>| {
-            if let (Some((undo, copies)), Some(id)) = (entry, id) {
-                journal::discard(&undo, id, &copies);
+        let drop_entry = |entry: Option<(StateDir, journal::Saved)>| {
+            if let (Some((undo, saved)), Some(id)) = (entry, id) {
+                journal::discard(&undo, id, &saved.copies);
             }
         };
         // The last look before anything is replaced: a file changed or a
@@ -913,6 +922,14 @@ impl Workspace {
                 }
                 return Err(self.discard(&plan[i..], &temps[i..], &made, io_at(&abs)(source)));
             }
+        }
+        // The renames have left the journal the only name of each linked
+        // original: now it can be made private without touching a live file.
+        // The journal's directory, still open, is pruned here rather than
+        // opened again by the caller.
+        if let (Some((undo, saved)), Some(id)) = (&journalled, id) {
+            journal::privatize(undo, id, &saved.linked);
+            journal::prune(undo, JOURNAL_KEEP);
         }
         Ok(())
     }
@@ -999,7 +1016,7 @@ impl Workspace {
         id: &str,
         plan: &[Planned<'_>],
         made: &[PathBuf],
-    ) -> Result<(StateDir, Vec<String>), WorkspaceError> {
+    ) -> Result<(StateDir, journal::Saved), WorkspaceError> {
         let undo = self.state(&["undo"])?;
         let records: Vec<journal::Record<'_>> = plan
             .iter()
@@ -1009,7 +1026,11 @@ impl Workspace {
                     .before
                     .as_ref()
                     .map(|b| (b.bytes.as_slice(), b.hash, mode_bits(&b.meta))),
-                after: p.new.map(content_hash),
+                after: p.new_hash,
+                source: match (&p.dir, &p.before) {
+                    (Some(dir), Some(b)) => Some((dir, p.target.name.as_os_str(), b.meta)),
+                    _ => None,
+                },
             })
             .collect();
         // A directory whose name is not UTF-8 is left out; undo then leaves it behind, empty.
@@ -1017,8 +1038,8 @@ impl Workspace {
             .iter()
             .filter_map(|d| Some(d.to_str()?.replace('\\', "/")))
             .collect();
-        let copies = journal::write(&undo, id, &records, created_dirs)?;
-        Ok((undo, copies))
+        let saved = journal::write(&undo, id, &records, created_dirs)?;
+        Ok((undo, saved))
     }
 
     /// Reverts the most recent commit recorded in the journal, under the
@@ -1697,5 +1718,115 @@ mod tests {
         drop(held);
         assert!(other.lock().is_ok());
         assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"A\n");
+    }
+
+    /// The one journal entry's saved copy `n`.
+    #[cfg(unix)]
+    fn saved_copy(ws: &Workspace, n: usize) -> PathBuf {
+        let entry = fs::read_dir(ws.root().join(".lancet/undo"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        entry.join(format!("files/{n}"))
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn journal_links_the_original_inode_and_makes_it_private() {
+        use std::os::unix::fs::MetadataExt;
+        let (_dir, ws) = setup();
+        let h = put(&ws, "a.txt", b"original\n");
+        let path = ws.root().join("a.txt");
+        fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+        let ino = fs::metadata(&path).unwrap().ino();
+        ws.commit(&[write("a.txt", b"changed\n", Some(h))]).unwrap();
+        let copy = fs::metadata(saved_copy(&ws, 0)).unwrap();
+        // No bytes copied: the journal holds the very inode the commit replaced,
+        // private now that the file's own name points at the new content.
+        assert_eq!(copy.ino(), ino);
+        assert_eq!(copy.nlink(), 1);
+        assert_eq!(copy.mode() & 0o7777, 0o600);
+        assert_eq!(fs::metadata(&path).unwrap().mode() & 0o7777, 0o644);
+        ws.undo().unwrap();
+        assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"original\n");
+        assert_eq!(fs::metadata(&path).unwrap().mode() & 0o7777, 0o644);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn journal_copies_a_file_with_other_names() {
+        use std::os::unix::fs::MetadataExt;
+        let (_dir, ws) = setup();
+        let h = put(&ws, "a.txt", b"original\n");
+        let path = ws.root().join("a.txt");
+        fs::hard_link(&path, ws.root().join("other-name.txt")).unwrap();
+        let ino = fs::metadata(&path).unwrap().ino();
+        ws.commit(&[write("a.txt", b"changed\n", Some(h))]).unwrap();
+        // A link would let a write through the other name change the journal's copy.
+        let copy = fs::metadata(saved_copy(&ws, 0)).unwrap();
+        assert_ne!(copy.ino(), ino);
+        assert_eq!(copy.mode() & 0o7777, 0o600);
+        fs::write(ws.root().join("other-name.txt"), b"edited elsewhere\n").unwrap();
+        ws.undo().unwrap();
+        assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"original\n");
+    }
+
+    #[test]
+    fn a_stale_commit_leaves_no_linked_copy() {
+        let (_dir, ws) = setup();
+        let h = put(&ws, "a.txt", b"original\n");
+        let root = ws.root().to_path_buf();
+        // Written in place after the journal linked it: the recheck refuses,
+        // and the entry (with its link) goes.
+        HOOK.set(Some((
+            Point::BeforeRecheck,
+            Box::new(move || {
+                fs::OpenOptions::new()
+                    .write(true)
+                    .open(root.join("a.txt"))
+                    .unwrap()
+                    .write_all(b"ORIGINAL\n")
+                    .unwrap();
+            }),
+        )));
+        let err = ws
+            .commit(&[write("a.txt", b"changed\n", Some(h))])
+            .unwrap_err();
+        assert!(matches!(err, E::Stale { .. }), "{err:?}");
+        assert_eq!(journal_len(&ws), 0);
+        assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"ORIGINAL\n");
+    }
+
+    #[test]
+    fn no_undo_keeps_no_journal() {
+        let (_dir, ws) = setup();
+        let h = put(&ws, "a.txt", b"one\n");
+        let opts = CommitOptions {
+            no_undo: true,
+            ..CommitOptions::default()
+        };
+        let receipt = ws
+            .commit_with(&[write("a.txt", b"two\n", Some(h))], &opts)
+            .unwrap();
+        assert_eq!(
+            receipt.hashes,
+            [("a.txt".to_owned(), content_hash(b"two\n"))]
+        );
+        assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"two\n");
+        // Not even the state directory is made.
+        assert_eq!(listing(&ws), ["a.txt"]);
+        assert!(matches!(ws.undo(), Err(E::NothingToUndo)));
+        // A journalled commit before it is still the one undo reverts.
+        let h2 = content_hash(b"two\n");
+        ws.commit(&[write("a.txt", b"three\n", Some(h2))]).unwrap();
+        ws.commit_with(
+            &[write("a.txt", b"four\n", Some(content_hash(b"three\n")))],
+            &opts,
+        )
+        .unwrap();
+        assert!(matches!(ws.undo(), Err(E::UndoConflict { .. })));
+        assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"four\n");
     }
 }

@@ -319,6 +319,29 @@ fn undo_restores_the_last_apply() {
     assert!(stderr(&out).contains("nothing to undo"));
 }
 
+/// `--no-undo`: the apply is written as usual, but keeps no journal entry
+/// (nothing under `.lancet/`), so `lancet undo` has nothing to revert.
+#[test]
+fn apply_no_undo_keeps_no_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "app.py", APP);
+    write(
+        dir.path(),
+        "e.txt",
+        &block("app.py", "    return 1\n", "    return 11\n"),
+    );
+    let out = lancet(dir.path(), &["apply", "--no-undo", "e.txt"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        read(dir.path(), "app.py"),
+        APP.replace("return 1\n", "return 11\n")
+    );
+    assert!(!dir.path().join(".lancet").exists());
+    let out = lancet(dir.path(), &["undo"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("nothing to undo"));
+}
+
 #[test]
 fn undo_refuses_when_the_file_changed_since() {
     let dir = tempfile::tempdir().unwrap();

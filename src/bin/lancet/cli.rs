@@ -179,6 +179,10 @@ pub(crate) struct ApplyArgs {
     /// Write files that are read-only (no write permission for their owner).
     #[arg(long)]
     pub(crate) force: bool,
+    /// Keep no undo journal entry (nothing under .lancet/; `lancet undo`
+    /// cannot revert this apply).
+    #[arg(long)]
+    pub(crate) no_undo: bool,
 }
 
 #[derive(Debug, Args)]

@@ -164,6 +164,7 @@ fn apply(args: &ApplyArgs) -> Result<Exit, Error> {
     opts.matching = matching;
     opts.partial = args.partial;
     opts.force = args.force;
+    opts.no_undo = args.no_undo;
     opts.default_path = args.file.clone();
     opts.syntax = match args.syntax {
         Some(cli::SyntaxPolicy::Warn) => lancet::SyntaxPolicy::Warn,
