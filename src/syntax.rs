@@ -9,14 +9,15 @@
 //! nodes compared: the old errors' positions are mapped through a line diff,
 //! so an error that merely moved is matched to itself. A file that was
 //! already broken can still be edited; in one, only errors on the edited
-//! lines can be new, and an ERROR over the same code (with a word in it) as
-//! one the unedited file had is the same error, wherever it moved.
+//! lines can be new.
 //!
-//! The guard must not refuse what the compiler accepts: ERROR nodes the
+//! The guard must not refuse what the compiler accepts. ERROR nodes the
 //! grammar reports on valid code (per language: Rust 2015 `try!(…)`, whole
 //! tokens it cannot read inside a macro's token trees) are not errors at
-//! all, before or after. benches/syntax_replay.sh replays real history to
-//! keep refusals of real upstream files at zero.
+//! all, before or after. An ERROR over the same code (with a word in it) as
+//! one the unedited file had is that error, wherever the edit moved it or
+//! whatever it changed around it. benches/syntax_replay.sh replays real
+//! history to keep refusals of real upstream files at zero.
 //!
 //! Languages come from a small registry keyed by file extension (`.py`,
 //! `.pyi`, `.rs`); grammars are built once per process. Unknown extensions
@@ -152,6 +153,7 @@ fn check_with(path: &str, before: Option<&Document>, after: &Document, fast: boo
     if let Some(extra) = grammar.extra {
         fresh.extend(extra(after));
     }
+    drop_old_constructs(&known, &mut fresh);
     let edited = edited_rows(after, before.map(|_| runs.as_slice()));
     Verdict::Checked(
         new_issues(known, fresh, &runs, &edited)
@@ -193,16 +195,11 @@ fn new_issues(
         .iter()
         .filter_map(|s| Some((to_new(s.start)?, to_new(s.end)?, s.issue.kind.as_str())))
         .collect();
-    let old_constructs: HashSet<&str> = known
-        .iter()
-        .filter_map(|s| s.construct.as_deref())
-        .collect();
     let mut out: Vec<SyntaxIssue> = Vec::new();
     for span in &fresh {
         if !known.is_empty()
             && (first_edited((span.start, span.end)).is_none()
-                || seen.contains(&(span.start, span.end, span.issue.kind.as_str()))
-                || grammar_also_reported(&old_constructs, span))
+                || seen.contains(&(span.start, span.end, span.issue.kind.as_str())))
         {
             continue;
         }
@@ -666,11 +663,17 @@ fn construct(node: Node<'_>, src: &[u8]) -> Option<String> {
         .then(|| text.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
-/// Whether the unedited file had an ERROR over the same construct as
-/// `span` (see [`construct`]): matched by the code itself, wherever the
-/// edit moved it or whatever it changed around it.
-fn grammar_also_reported(old: &HashSet<&str>, span: &Span) -> bool {
-    span.construct.as_deref().is_some_and(|c| old.contains(c))
+/// Drops the errors of the new text that are over the same construct as an
+/// error of the unedited file (see [`construct`]): matched by the code
+/// itself, wherever the edit moved it or whatever it changed around it.
+fn drop_old_constructs(known: &[Span], fresh: &mut Vec<Span>) {
+    let old: HashSet<&str> = known
+        .iter()
+        .filter_map(|s| s.construct.as_deref())
+        .collect();
+    if !old.is_empty() {
+        fresh.retain(|s| s.construct.as_deref().is_none_or(|c| !old.contains(c)));
+    }
 }
 
 #[cfg(test)]
