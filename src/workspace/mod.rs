@@ -718,6 +718,42 @@ impl Workspace {
         }))
     }
 
+    /// Opens a file for reading without reading it (the agent's read tool
+    /// pages files too large to hold): `Ok(None)` when it does not exist,
+    /// else the open file and its size. Reached like [`read`](Self::read):
+    /// one real directory at a time from the root's handle, so a directory
+    /// swapped for a symlink cannot lead the open outside the root; a
+    /// directory, a FIFO, a device or a socket is refused before it is
+    /// opened. No size limit: the caller reads what it can bound.
+    pub fn open_file(&self, rel: &str) -> Result<Option<(fs::File, u64)>, WorkspaceError> {
+        let abs = self.resolve(rel)?;
+        let inside = abs.strip_prefix(&self.root).unwrap_or(&abs);
+        let (Some(parent), Some(name)) = (inside.parent(), inside.file_name()) else {
+            return Err(WorkspaceError::InvalidPath {
+                path: rel.to_owned(),
+            });
+        };
+        let dir = match self.walk(parent, rel, None) {
+            Ok(Some(dir)) => dir,
+            Ok(None) | Err(WorkspaceError::ParentNotDirectory { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        match dir.stat(name).map_err(io_at(&abs))? {
+            None => Ok(None),
+            Some(m) if m.kind == FileKind::Directory => Err(WorkspaceError::IsDirectory {
+                path: rel.to_owned(),
+            }),
+            Some(m) if m.kind != FileKind::Regular => Err(WorkspaceError::NotRegular {
+                path: rel.to_owned(),
+                found: m.kind,
+            }),
+            Some(_) => {
+                let (file, meta) = dir.open_read(name).map_err(io_at(&abs))?;
+                Ok(Some((file, meta.size)))
+            }
+        }
+    }
+
     /// Whether `rel` may be written (created, replaced or deleted) at all:
     /// confined, not reserved, not lancet's configuration, not a symlink, a
     /// directory or a special file, and not under a file. Read-only files

@@ -54,7 +54,7 @@ impl Tools {
             Ok(abs) => abs,
             Err(e) => return ToolOutcome::error(words::path_error(&a.path, &e)),
         };
-        let (file, size) = match self.open(&a.path, &abs) {
+        let (file, size) = match self.open(&a.path) {
             Ok(opened) => opened,
             Err(o) => return *o,
         };
@@ -69,7 +69,7 @@ impl Tools {
         let bytes = match read_capped(file, size, READ_WHOLE_MAX) {
             Ok(Some(bytes)) => bytes,
             // It grew past the limit since it was measured: page it.
-            Ok(None) => match self.open(&a.path, &abs) {
+            Ok(None) => match self.open(&a.path) {
                 Ok((file, size)) => return read_page(&a.path, file, size, start, limit),
                 Err(o) => return *o,
             },
@@ -105,11 +105,11 @@ impl Tools {
         ToolOutcome::ok(content)
     }
 
-    /// Opens `abs` (the resolved `path`) for reading when it is a regular
-    /// file; anything else is the outcome to return.
-    fn open(&self, path: &str, abs: &Path) -> Result<(File, u64), Box<ToolOutcome>> {
+    /// Opens `path` for reading when it is a regular file; anything else is
+    /// the outcome to return.
+    fn open(&self, path: &str) -> Result<(File, u64), Box<ToolOutcome>> {
         let refused = |content: String| Err(Box::new(ToolOutcome::error(content)));
-        match open_regular(abs) {
+        match open_regular(&self.ws, path) {
             Ok(Opened::File(file, size)) => Ok((file, size)),
             Ok(Opened::Missing) => refused(words::not_found(path)),
             Ok(Opened::Directory) => refused(words::path_error(
@@ -119,7 +119,7 @@ impl Tools {
                 },
             )),
             Ok(Opened::Special(kind)) => refused(words::not_regular(path, kind)),
-            Err(e) => refused(words::path_error(path, &io_at(abs, e))),
+            Err(e) => refused(words::path_error(path, &e)),
         }
     }
 
@@ -127,8 +127,7 @@ impl Tools {
     /// file small enough to read whole; `None` otherwise (after a write, or
     /// to show what changed: never worth blocking or a flood of memory).
     fn current(&self, path: &str) -> Option<(u64, Document)> {
-        let abs = self.ws.resolve(path).ok()?;
-        let Ok(Opened::File(file, size)) = open_regular(&abs) else {
+        let Ok(Opened::File(file, size)) = open_regular(&self.ws, path) else {
             return None;
         };
         let bytes = read_capped(file, size, READ_WHOLE_MAX).ok()??;

@@ -3,23 +3,24 @@
 //!
 //! A workspace is hostile: any path in it may be a FIFO (opening it for
 //! reading blocks until someone writes), a device (`/dev/zero` reads for
-//! ever), or a 1 GB log. [`open_regular`] looks at the path without
-//! following it, refuses anything but a regular file before opening it, then
-//! opens it without following a symlink and without blocking (on Unix,
-//! `O_NOFOLLOW | O_NONBLOCK`) and checks the opened file again, so a path
-//! swapped between the look and the open is refused too. [`read_capped`]
-//! reads at most a given size; [`Page::read`] reads one page of lines from a
-//! file of any size, scanning at most [`STREAM_SCAN_MAX`] bytes.
+//! ever), or a 1 GB log. [`open_regular`] opens a file through the
+//! [`Workspace`] (`Workspace::open_file`: one real directory at a time from
+//! the root's handle, the type checked before the open and again on the
+//! descriptor, `O_NOFOLLOW | O_NONBLOCK`), so a path swapped meanwhile can
+//! neither block nor lead outside the root, and sorts what it found for the
+//! tools' words. [`read_capped`] reads at most a given size; [`Page::read`]
+//! reads one page of lines from a file of any size, scanning at most
+//! [`STREAM_SCAN_MAX`] bytes.
 //!
-//! Owns: the file-type checks and the bounded reads. Does not own: path
-//! confinement (the [`Workspace`](crate::Workspace) resolves every path
-//! first) or what a tool shows (the tool and the words module).
+//! Owns: what the tools make of a path they read, and the bounded reads.
+//! Does not own: confinement and the file-type checks (the workspace) or
+//! what a tool shows (the tool and the words module).
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
-use std::path::Path;
 
 use super::types::{STREAM_SCAN_MAX, Special};
+use crate::workspace::{FileKind, Workspace, WorkspaceError};
 
 /// What a path held when a tool went to read it.
 #[derive(Debug)]
@@ -57,48 +58,25 @@ pub(super) fn kind_of(meta: &std::fs::Metadata) -> Option<Special> {
     Some(Special::Other)
 }
 
-/// Looks at `abs` and opens it for reading when it is a regular file.
-pub(super) fn open_regular(abs: &Path) -> io::Result<Opened> {
-    let meta = match std::fs::symlink_metadata(abs) {
-        Ok(m) => m,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Opened::Missing),
-        Err(e) => return Err(e),
-    };
-    if meta.is_dir() {
-        return Ok(Opened::Directory);
+/// Opens `rel` for reading through the workspace when it is a regular file.
+pub(super) fn open_regular(ws: &Workspace, rel: &str) -> Result<Opened, WorkspaceError> {
+    match ws.open_file(rel) {
+        Ok(Some((file, size))) => Ok(Opened::File(file, size)),
+        Ok(None) => Ok(Opened::Missing),
+        Err(WorkspaceError::IsDirectory { .. }) => Ok(Opened::Directory),
+        Err(WorkspaceError::NotRegular { found, .. }) => Ok(Opened::Special(special(found))),
+        Err(e) => Err(e),
     }
-    if let Some(kind) = kind_of(&meta) {
-        return Ok(Opened::Special(kind));
-    }
-    let file = match open_no_wait(abs) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Opened::Missing),
-        Err(e) => return Err(e),
-    };
-    // The path may have changed between the look and the open.
-    let meta = file.metadata()?;
-    if let Some(kind) = kind_of(&meta) {
-        return Ok(Opened::Special(kind));
-    }
-    if meta.is_dir() {
-        return Ok(Opened::Directory);
-    }
-    Ok(Opened::File(file, meta.len()))
 }
 
-/// Opens for reading without following a final symlink and without waiting
-/// for a writer (a FIFO swapped in opens at once, and is then refused).
-#[cfg(unix)]
-fn open_no_wait(abs: &Path) -> io::Result<File> {
-    use rustix::fs::{Mode, OFlags, open};
-    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    let fd = open(abs, flags, Mode::empty()).map_err(io::Error::from)?;
-    Ok(File::from(fd))
-}
-
-#[cfg(not(unix))]
-fn open_no_wait(abs: &Path) -> io::Result<File> {
-    File::open(abs)
+/// The tools' name for what the workspace found instead of a regular file.
+fn special(kind: FileKind) -> Special {
+    match kind {
+        FileKind::Fifo => Special::Fifo,
+        FileKind::CharDevice | FileKind::BlockDevice => Special::Device,
+        FileKind::Socket => Special::Socket,
+        _ => Special::Other,
+    }
 }
 
 /// The file's bytes, or `None` when it holds more than `max` (it grew
@@ -322,19 +300,28 @@ mod tests {
             .status()
             .unwrap();
         assert!(made.success());
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let ws = Workspace::open(dir.path()).unwrap();
         assert!(matches!(
-            open_regular(&fifo).unwrap(),
+            open_regular(&ws, "fifo").unwrap(),
             Opened::Special(Special::Fifo)
         ));
         assert!(matches!(
-            open_regular(&dir.path().join("none")).unwrap(),
+            open_regular(&ws, "none").unwrap(),
             Opened::Missing
         ));
         assert!(matches!(
-            open_regular(dir.path()).unwrap(),
+            open_regular(&ws, "sub").unwrap(),
             Opened::Directory
         ));
-        // A FIFO swapped in after the look opens without blocking, and is refused.
-        assert!(open_no_wait(&fifo).is_ok());
+        // Opened through the workspace's handles: never blocks on the FIFO,
+        // whose type is checked before the open and on the descriptor.
+        assert!(matches!(
+            ws.open_file("fifo"),
+            Err(WorkspaceError::NotRegular {
+                found: FileKind::Fifo,
+                ..
+            })
+        ));
     }
 }

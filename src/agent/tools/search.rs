@@ -64,7 +64,7 @@ impl Tools {
             }
             // Opened as the read tool opens: a FIFO swapped in after the walk
             // saw a file is refused, never waited on.
-            let bytes = match open_regular(&path) {
+            let bytes = match open_regular(&self.ws, &rel) {
                 Ok(Opened::File(_, size)) if size > GREP_MAX_FILE => {
                     skipped.large += 1;
                     continue;
