@@ -510,10 +510,13 @@ pub(crate) fn is_placeholder(line: &str) -> bool {
         .trim_end_matches("-->")
         .trim_end_matches("*/}")
         .trim();
-    if !(rest.contains("...") || rest.contains('\u{2026}')) {
+    // An ellipsis in a code span (`$(…)`) or in brackets (`run(...)`) quotes
+    // code; only a free-standing one stands for elided lines.
+    let prose = without_quoted_ellipses(rest);
+    if !(prose.contains("...") || prose.contains('\u{2026}')) {
         return false;
     }
-    let words = rest.replace(['.', '\u{2026}'], " ").to_lowercase();
+    let words = prose.replace(['.', '\u{2026}'], " ").to_lowercase();
     if words.trim().is_empty() {
         return true;
     }
@@ -540,6 +543,42 @@ pub(crate) fn is_placeholder(line: &str) -> bool {
         .filter(|w| !w.is_empty())
         .collect();
     words.len() <= 8 && words.iter().any(|w| KEYS.contains(w))
+}
+
+/// `text` without its backtick code spans and without the ellipses (`...`,
+/// `…`) that sit right inside brackets or quotes.
+fn without_quoted_ellipses(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (i, part) in text.split('`').enumerate() {
+        // Odd parts are inside a code span (an unclosed span runs to the end).
+        if i % 2 == 0 {
+            out.push_str(part);
+        }
+    }
+    let mut kept = String::with_capacity(out.len());
+    let mut rest = out.as_str();
+    while let Some(at) = rest.find(['.', '\u{2026}']) {
+        let len = if rest[at..].starts_with('\u{2026}') {
+            '\u{2026}'.len_utf8()
+        } else if rest[at..].starts_with("...") {
+            3
+        } else {
+            kept.push_str(&rest[..=at]);
+            rest = &rest[at + 1..];
+            continue;
+        };
+        let before = rest[..at].chars().next_back();
+        let after = rest[at + len..].chars().next();
+        let quoted = before.is_some_and(|c| "([{'\"".contains(c))
+            || after.is_some_and(|c| ")]}'\"".contains(c));
+        kept.push_str(&rest[..at]);
+        if !quoted {
+            kept.push_str(&rest[at..at + len]);
+        }
+        rest = &rest[at + len..];
+    }
+    kept.push_str(rest);
+    kept
 }
 
 /// `12 | code` (a numbered view) or `12:ab|code` (a hashline view).
@@ -1433,6 +1472,13 @@ mod tests {
             "# wait... this is a real comment about the parser state machine"
         ));
         assert!(!is_placeholder("print('...')"));
+        assert!(!is_placeholder(
+            "/// How many `$(…)`, backticks, `<(…)` and `>(…)` it holds, here-document"
+        ));
+        assert!(!is_placeholder("// every run(...) call ends here"));
+        assert!(is_placeholder("// ... (rest unchanged) ..."));
+        assert!(is_placeholder("// existing code..."));
+        assert!(is_placeholder("# … keep the rest …"));
     }
 
     #[test]
