@@ -546,7 +546,7 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
             let at: Vec<String> = lines.iter().map(ToString::to_string).collect();
             let _ = write!(
                 out,
-                "{path} moved since it was read (lines were added or removed above the edit), and the edit's anchor{} {} fit{} the file at {} places: its first line would be line {}. Nothing in the edits tells which one is meant, so nothing was written. Use these fresh anchors:",
+                "{path} moved since it was read (lines were added or removed above the edit), and the edit's anchor{} {} fit{} the file at {} places: its first line would be line {}. Nothing in the edits tells which one is meant. Nothing was written. Use these fresh anchors:",
                 if anchors.len() == 1 { "" } else { "s" },
                 list(anchors),
                 if anchors.len() == 1 { "s" } else { "" },
