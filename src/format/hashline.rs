@@ -601,9 +601,8 @@ fn split_payload(s: &str) -> Vec<String> {
 /// What one anchor says about where its line stands now: the displacements
 /// (current line − stated line) at which the line it stood for stands (spec
 /// §5): placed by the snapshot's diff, else its content (echo, else the
-/// caller's snapshot) searched for within the relocation window; without
-/// content, only "in place" when the hash matches there. The hash alone
-/// never relocates an anchor.
+/// caller's snapshot, else line N's when its hash matches) searched for
+/// within the relocation window. The hash alone never relocates an anchor.
 fn candidates(doc: &Document, a: &Anchor, seen: Option<&Document>, map: &SeenMap) -> Vec<isize> {
     let i = a.line - 1;
     // The snapshot's line diff says where the very line the model saw went
@@ -625,9 +624,14 @@ fn candidates(doc: &Document, a: &Anchor, seen: Option<&Document>, map: &SeenMap
             seen.filter(|s| i < s.line_count() && line_hash(s.line(i)) == a.hash)
                 .map(|s| s.line(i))
         });
-    let Some(content) = content else {
-        let in_place = i < doc.line_count() && line_hash(doc.line(i)) == a.hash;
-        return if in_place { vec![0] } else { Vec::new() };
+    // Without it, a hash matching at line N says the model saw line N's
+    // content (a collision aside, the risk every verification takes): that
+    // content is searched for like an echo, so a copy of the line standing
+    // at N in a file that moved is not taken for it. A hash matching
+    // elsewhere relocates nothing.
+    let in_place = i < doc.line_count() && line_hash(doc.line(i)) == a.hash;
+    let Some(content) = content.or_else(|| in_place.then(|| doc.line(i))) else {
+        return Vec::new();
     };
     let lo = i.saturating_sub(RELOCATION_WINDOW);
     let hi = (i + RELOCATION_WINDOW + 1).min(doc.line_count());
