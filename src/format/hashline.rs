@@ -10,14 +10,17 @@
 //!
 //! Every anchor of an edit is verified before anything is written. Each
 //! anchor yields the displacements its content allows (the content echoed
-//! after `|`, or from the version the caller says the model saw, found
-//! within a window around the stated line; without content, only "in place"
-//! on a matching hash): relocation compares content, never the hash alone.
-//! The edit takes the one displacement all its anchors allow; an edit
-//! anchored only on low-information lines (`}`, blank) takes it from the
-//! call's decisive anchors around it. Otherwise the edit is stale, and the
-//! feedback shows fresh anchors around each stale one. Invariant: the
-//! anchors of one edit never resolve with two different displacements.
+//! after `|`, or from the version the caller says the model saw, or the
+//! stated line's own when its hash matches, found within a window around
+//! the stated line): relocation compares content, never the hash alone.
+//! The edits of one file in one input are placed together: each takes a
+//! displacement all its anchors allow; when every edit allows 0 they stay in
+//! place, otherwise the order of the edits (the lines between two edits
+//! shrink only by deletion) narrows them, and an edit left with several
+//! places is refused naming them, as one with none is stale; the feedback
+//! shows fresh anchors. Invariant: the anchors of one edit never resolve
+//! with two different displacements, and an edit moves only to the one
+//! place its anchors and the call's order leave.
 //!
 //! Repairs (each reported): anchor prefixes echoed into every payload line
 //! are stripped; a range replacement whose payload restates the lines just
@@ -1259,6 +1262,28 @@ mod tests {
         let echoed = format!("@@ insert after 2:{}|a\n+new\n", line_hash("a"));
         let out = apply_seen(&doc, &seen, &echoed).unwrap();
         assert_eq!(out.text(), "x\n\ny\na\nnew\n\nb\n");
+    }
+
+    #[test]
+    fn call_placement_is_worked_out_per_document() {
+        // One parsed call resolved against two versions of a file: the
+        // placement cached for one is never used for the other.
+        let patch = parse_text(&format!("@@ replace 2:{}|b\n+B\n", line_hash("b"))).unwrap();
+        let opts = MatchOptions::default();
+        let ctx = ResolveContext::new(&opts);
+        let op = patch.ops()[0];
+        let moved = Document::from_text("x\na\nb\n");
+        let in_place = Document::from_text("a\nb\nc\n");
+        assert_eq!(op.resolve(&moved, &ctx).unwrap().lines, Some(2..3));
+        assert_eq!(op.resolve(&in_place, &ctx).unwrap().lines, Some(1..2));
+        assert_eq!(op.resolve(&moved, &ctx).unwrap().lines, Some(2..3));
+        // The snapshot is part of the key too.
+        let seen = Document::from_text("a\nb\n");
+        let with_seen = ResolveContext {
+            seen: Some(&seen),
+            ..ResolveContext::new(&opts)
+        };
+        assert_eq!(op.resolve(&moved, &with_seen).unwrap().lines, Some(2..3));
     }
 
     #[test]

@@ -771,7 +771,7 @@ fn run_moved_case(case: &MovedCase, with_seen: bool) -> Option<MovedOutcome> {
         MovedOutcome::Correct(oracle.determined || (oracle.in_place.is_some() && zero))
     } else if !oracle.determined
         && (!oracle.truth_consistent
-            || in_place.as_deref() == Some(&*out.text())
+            || in_place.as_deref() == Some(out.text())
             || (with_seen && oracle.is_a_reading(case, &current, out.text())))
     {
         MovedOutcome::Undetermined
