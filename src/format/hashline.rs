@@ -680,7 +680,8 @@ enum Placement {
 /// file gathered, text or tool call), in input order: the call's evidence of
 /// how far the file moved, which places an edit its own anchors leave open
 /// (spec §5.1). The placement worked out from them is kept for the document
-/// it was worked out on, so the edits of a file search once, not once each.
+/// it was worked out on (by a fingerprint of what it read), so the edits of
+/// a file search once, not once each.
 #[derive(Default)]
 pub struct CallAnchors {
     edits: Vec<Vec<Anchor>>,
@@ -710,9 +711,7 @@ impl CallAnchors {
     /// The placement of every edit against `doc` (and the snapshot), from
     /// the cache when it was worked out on the same content.
     fn placements(&self, doc: &Document, seen: Option<&Document>) -> std::sync::Arc<[Placement]> {
-        use xxhash_rust::xxh3::xxh3_64;
-        let key = (u128::from(xxh3_64(doc.text().as_bytes())) << 64)
-            | u128::from(seen.map_or(0, |s| xxh3_64(s.text().as_bytes()) | 1));
+        let key = self.key(doc, seen);
         let mut cache = self.cache.lock().ok();
         if let Some(Some((k, p))) = cache.as_deref() {
             if *k == key {
@@ -725,6 +724,43 @@ impl CallAnchors {
             *c = Some((key, placed.clone()));
         }
         placed
+    }
+
+    /// A fingerprint of everything the placement reads: without a snapshot,
+    /// the file's length and, for each edit, its lines and the relocation
+    /// window around them (a few lines per edit, not the file, as each edit
+    /// asks for it); with one, both texts whole (its line diff reads them
+    /// whole).
+    fn key(&self, doc: &Document, seen: Option<&Document>) -> u128 {
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        h.update(&(doc.line_count() as u64).to_le_bytes());
+        match seen {
+            Some(s) => {
+                h.update(&(doc.text().len() as u64).to_le_bytes());
+                h.update(doc.text().as_bytes());
+                h.update(s.text().as_bytes());
+            }
+            None => {
+                for anchors in &self.edits {
+                    let (Some(first), Some(last)) = (
+                        anchors.iter().map(|a| a.line - 1).min(),
+                        anchors.iter().map(|a| a.line - 1).max(),
+                    ) else {
+                        continue;
+                    };
+                    // The range's own lines too: a deletion compares them (`same_deletion`).
+                    let lo = first
+                        .saturating_sub(RELOCATION_WINDOW)
+                        .min(doc.line_count());
+                    let hi = (last + RELOCATION_WINDOW + 1).min(doc.line_count());
+                    for k in lo..hi {
+                        h.update(doc.line(k).as_bytes());
+                        h.update(b"\n");
+                    }
+                }
+            }
+        }
+        h.digest128()
     }
 }
 
