@@ -765,8 +765,8 @@ impl CallAnchors {
 }
 
 /// Places every edit of a call (spec §5.1). Each edit's candidates are the
-/// displacements all its anchors allow. When every edit allows 0, nothing
-/// shows the file moved: all stay in place. Otherwise the edits keep their
+/// displacements all its anchors allow. When every edit allows 0 (or none:
+/// stale), nothing shows the file moved: all stay in place. Otherwise the edits keep their
 /// order, and the lines between two edits can only have shrunk by the lines
 /// deleted there (the file moved by lines added or removed): edit q below
 /// edit p, `g` lines apart as stated, has d_q ≥ d_p − g. That narrows each
@@ -791,8 +791,16 @@ fn place_call(
             })
         })
         .collect();
-    if cands.iter().all(|c| c.contains(&0)) {
-        return vec![Placement::At(0); edits.len()];
+    // A stale edit (no candidate) shows that its line changed, not that the
+    // file moved: a re-sent call whose other edits verify stays in place.
+    if cands.iter().all(|c| c.is_empty() || c.contains(&0)) {
+        return cands
+            .iter()
+            .map(|c| match c.is_empty() {
+                true => Placement::Stale,
+                false => Placement::At(0),
+            })
+            .collect();
     }
     // The anchored edits with candidates, in the order of their lines.
     let span = |k: usize| {
