@@ -157,6 +157,31 @@ fn percent(sim: f64) -> String {
     format!("{:.0}%", (sim * 100.0).floor())
 }
 
+/// The file's lines 2 above to 2 below each of `lines` (1-based), in view
+/// form (`LINE:HASH|content`): anchors the model can use at once. Overlapping
+/// windows are merged, gaps shown as `...`.
+fn fresh_anchors(out: &mut String, doc: Option<&Document>, lines: &[usize]) {
+    let Some(doc) = doc else {
+        out.push_str(" view the file again.");
+        return;
+    };
+    let mut shown = std::collections::BTreeSet::new();
+    for &line in lines {
+        let lo = line.saturating_sub(3);
+        let hi = (line + 2).min(doc.line_count());
+        shown.extend(lo..hi);
+    }
+    let mut prev: Option<usize> = None;
+    for i in shown {
+        if prev.is_some_and(|p| p + 1 != i) {
+            out.push_str("\n    ...");
+        }
+        let l = doc.line(i);
+        let _ = write!(out, "\n    {}:{}|{}", i + 1, line_hash(l), l);
+        prev = Some(i);
+    }
+}
+
 fn list(items: &[String]) -> String {
     match items {
         [] => String::new(),
@@ -506,30 +531,29 @@ pub fn edit_error(path: &str, e: &EditError, doc: Option<&Document>, kind: EditK
                 if anchors.len() == 1 { "es" } else { "" },
                 if anchors.len() == 1 { "" } else { "s" },
             );
-            if let Some(doc) = doc {
-                let mut shown = std::collections::BTreeSet::new();
-                for a in anchors {
-                    let line: usize = a
-                        .split(':')
+            let lines: Vec<usize> = anchors
+                .iter()
+                .map(|a| {
+                    a.split(':')
                         .next()
                         .and_then(|n| n.parse().ok())
-                        .unwrap_or(1);
-                    let lo = line.saturating_sub(3);
-                    let hi = (line + 2).min(doc.line_count());
-                    shown.extend(lo..hi);
-                }
-                let mut prev: Option<usize> = None;
-                for i in shown {
-                    if prev.is_some_and(|p| p + 1 != i) {
-                        out.push_str("\n    ...");
-                    }
-                    let l = doc.line(i);
-                    let _ = write!(out, "\n    {}:{}|{}", i + 1, line_hash(l), l);
-                    prev = Some(i);
-                }
-            } else {
-                out.push_str(" view the file again.");
-            }
+                        .unwrap_or(1)
+                })
+                .collect();
+            fresh_anchors(&mut out, doc, &lines);
+        }
+        EditError::AmbiguousAnchors { anchors, lines } => {
+            let at: Vec<String> = lines.iter().map(ToString::to_string).collect();
+            let _ = write!(
+                out,
+                "{path} moved since it was read (lines were added or removed above the edit), and the edit's anchor{} {} fit{} the file at {} places: its first line would be line {}. Nothing in the edits tells which one is meant. Nothing was written. Use these fresh anchors:",
+                if anchors.len() == 1 { "" } else { "s" },
+                list(anchors),
+                if anchors.len() == 1 { "s" } else { "" },
+                lines.len(),
+                list_or(&at),
+            );
+            fresh_anchors(&mut out, doc, lines);
         }
         EditError::Truncated {
             removed,

@@ -353,6 +353,15 @@ pub enum EditError {
         /// The anchors as written (`LINE:HASH`).
         anchors: Vec<String>,
     },
+    /// Hashline anchors that fit the file at more than one place since it
+    /// moved, where nothing in the input tells which one is meant.
+    #[error("ambiguous anchors")]
+    AmbiguousAnchors {
+        /// The anchors as written (`LINE:HASH`).
+        anchors: Vec<String>,
+        /// The 1-based lines where the edit's first anchor could stand now.
+        lines: Vec<usize>,
+    },
     /// An `@@` anchor line of an apply_patch chunk is not in the file (or its scope).
     #[error("anchor not found")]
     AnchorNotFound {
@@ -432,7 +441,9 @@ impl EditError {
             | EditError::CountMismatch { .. }
             | EditError::AmbiguousDivider { .. } => EditStatus::Ambiguous,
             EditError::Conflict { .. } => EditStatus::Conflict,
-            EditError::Stale | EditError::StaleAnchors { .. } => EditStatus::Stale,
+            EditError::Stale
+            | EditError::StaleAnchors { .. }
+            | EditError::AmbiguousAnchors { .. } => EditStatus::Stale,
             EditError::Syntax { .. } => EditStatus::SyntaxError,
             EditError::AnchorOrder { .. } => EditStatus::Invalid,
             EditError::ElidedPiece { inner, .. } => inner.status(),

@@ -10,14 +10,17 @@
 //!
 //! Every anchor of an edit is verified before anything is written. Each
 //! anchor yields the displacements its content allows (the content echoed
-//! after `|`, or from the version the caller says the model saw, found
-//! within a window around the stated line; without content, only "in place"
-//! on a matching hash): relocation compares content, never the hash alone.
-//! The edit takes the one displacement all its anchors allow; an edit
-//! anchored only on low-information lines (`}`, blank) takes it from the
-//! call's decisive anchors around it. Otherwise the edit is stale, and the
-//! feedback shows fresh anchors around each stale one. Invariant: the
-//! anchors of one edit never resolve with two different displacements.
+//! after `|`, or from the version the caller says the model saw, or the
+//! stated line's own when its hash matches, found within a window around
+//! the stated line): relocation compares content, never the hash alone.
+//! The edits of one file in one input are placed together: each takes a
+//! displacement all its anchors allow; when every edit allows 0 they stay in
+//! place, otherwise the order of the edits (the lines between two edits
+//! shrink only by deletion) narrows them, and an edit left with several
+//! places is refused naming them, as one with none is stale; the feedback
+//! shows fresh anchors. Invariant: the anchors of one edit never resolve
+//! with two different displacements, and an edit moves only to the one
+//! place its anchors and the call's order leave.
 //!
 //! Repairs (each reported): anchor prefixes echoed into every payload line
 //! are stripped; a range replacement whose payload restates the lines just
@@ -136,10 +139,12 @@ pub struct AnchorEdit {
     pub op: AnchorOp,
     /// 1-based input line of the directive (0 for JSON).
     pub source_line: usize,
-    /// Every anchor the same input gives for the same file (this edit's
-    /// included): the call's evidence of how far the file moved, which an
-    /// edit anchored only on low-information lines needs (spec §5.1).
-    pub call_anchors: std::sync::Arc<[Anchor]>,
+    /// The anchors of every edit the same input gives for the same file
+    /// (this edit's included): the call's evidence of how far the file
+    /// moved, which places an edit its own anchors leave open (spec §5.1).
+    pub call: std::sync::Arc<CallAnchors>,
+    /// This edit's place among `call`'s edits.
+    pub call_index: usize,
 }
 
 // ------------------------------------------------------------------ parsing
@@ -375,7 +380,8 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
             EditOp::Anchor(AnchorEdit {
                 op,
                 source_line: at,
-                call_anchors: Default::default(),
+                call: Default::default(),
+                call_index: 0,
             }),
         );
     }
@@ -500,7 +506,8 @@ fn parse_json(args: &Value) -> Result<Patch, ParseError> {
         ops.push(EditOp::Anchor(AnchorEdit {
             op,
             source_line: 0,
-            call_anchors: Default::default(),
+            call: Default::default(),
+            call_index: 0,
         }));
     }
     let mut changes = Vec::new();
@@ -550,26 +557,34 @@ fn share_call_anchors(changes: &mut [FileChange]) {
             Action::Remove(_) => Vec::new(),
         }
     }
-    let mut by_path: Vec<(Option<String>, Vec<Anchor>)> = Vec::new();
+    let mut by_path: Vec<(Option<String>, CallAnchors)> = Vec::new();
     for c in changes.iter_mut() {
         let path = c.path.clone();
-        let anchors: Vec<Anchor> = edits(c)
-            .iter()
-            .flat_map(|e| op_anchors(&e.op).into_iter().cloned())
-            .collect();
-        match by_path.iter_mut().find(|(p, _)| *p == path) {
-            Some((_, all)) => all.extend(anchors),
-            None => by_path.push((path, anchors)),
+        let at = match by_path.iter().position(|(p, _)| *p == path) {
+            Some(at) => at,
+            None => {
+                by_path.push((path, CallAnchors::default()));
+                by_path.len() - 1
+            }
+        };
+        for e in edits(c) {
+            let call = &mut by_path[at].1;
+            e.call_index = call.edits.len();
+            call.edits.push(own(e));
+            call.deletes.push(deletes(e));
         }
     }
+    let calls: Vec<(Option<String>, std::sync::Arc<CallAnchors>)> = by_path
+        .into_iter()
+        .map(|(p, call)| (p, std::sync::Arc::new(call)))
+        .collect();
     for c in changes.iter_mut() {
         let path = c.path.clone();
-        let Some((_, all)) = by_path.iter().find(|(p, _)| *p == path) else {
+        let Some((_, call)) = calls.iter().find(|(p, _)| *p == path) else {
             continue;
         };
-        let shared: std::sync::Arc<[Anchor]> = all.clone().into();
         for e in edits(c) {
-            e.call_anchors = shared.clone();
+            e.call = call.clone();
         }
     }
 }
@@ -586,77 +601,47 @@ fn split_payload(s: &str) -> Vec<String> {
 
 // ------------------------------------------------------------------ resolving
 
-/// Whether a line says enough to place an anchor by itself: it holds a
-/// letter or a digit. A blank line, `}` or `)]` recurs everywhere.
-fn informative(line: &str) -> bool {
-    line.chars().any(char::is_alphanumeric)
-}
-
-/// What one anchor says about where its line stands now.
-struct Candidates {
-    /// Displacements (current line − stated line) where the line it stood for stands.
-    at: Vec<isize>,
-    /// Whether the displacements come from a search by content (else from the hash in place).
-    searched: bool,
-    /// Whether the anchor fixes the displacement by itself: an informative
-    /// line standing exactly once in the window, or, its content unknown, an
-    /// informative line in place whose hash matches.
-    decisive: bool,
-}
-
-/// The displacements one anchor allows (spec §5): its content (echo, else
-/// the caller's snapshot) searched for within the relocation window; without
-/// content, only "in place" when the hash matches there.
-fn candidates(doc: &Document, a: &Anchor, seen: Option<&Document>, map: &SeenMap) -> Candidates {
+/// What one anchor says about where its line stands now: the displacements
+/// (current line − stated line) at which the line it stood for stands (spec
+/// §5): placed by the snapshot's diff, else its content (echo, else the
+/// caller's snapshot, else line N's when its hash matches) searched for
+/// within the relocation window. The hash alone never relocates an anchor.
+fn candidates(doc: &Document, a: &Anchor, seen: Option<&Document>, map: &SeenMap) -> Vec<isize> {
     let i = a.line - 1;
-    let in_place = i < doc.line_count() && line_hash(doc.line(i)) == a.hash;
     // The snapshot's line diff says where the very line the model saw went
-    // (or that it changed): decisive, whatever the line holds.
+    // (or that it changed), whatever the line holds.
     if let (Some(s), Some(moved)) = (seen, map) {
         let echo_agrees = a.content.as_deref().is_none_or(|c| same(c, s.line(i)));
         if i < s.line_count() && line_hash(s.line(i)) == a.hash && echo_agrees {
-            return match moved[i] {
-                Some(j) => Candidates {
-                    at: vec![j as isize - i as isize],
-                    searched: true,
-                    decisive: true,
-                },
-                None => Candidates {
-                    at: Vec::new(),
-                    searched: true,
-                    decisive: false,
-                },
-            };
+            return moved[i]
+                .map(|j| vec![j as isize - i as isize])
+                .unwrap_or_default();
         }
     }
     // An echo that does not hash to the anchor is garbled and disregarded.
     let content = a
         .content
-        .clone()
+        .as_deref()
         .filter(|c| line_hash(c) == a.hash)
         .or_else(|| {
             seen.filter(|s| i < s.line_count() && line_hash(s.line(i)) == a.hash)
-                .map(|s| s.line(i).to_owned())
+                .map(|s| s.line(i))
         });
-    let Some(content) = content else {
-        return Candidates {
-            at: if in_place { vec![0] } else { Vec::new() },
-            searched: false,
-            decisive: in_place && informative(doc.line(i)),
-        };
+    // Without it, a hash matching at line N says the model saw line N's
+    // content (a collision aside, the risk every verification takes): that
+    // content is searched for like an echo, so a copy of the line standing
+    // at N in a file that moved is not taken for it. A hash matching
+    // elsewhere relocates nothing.
+    let in_place = i < doc.line_count() && line_hash(doc.line(i)) == a.hash;
+    let Some(content) = content.or_else(|| in_place.then(|| doc.line(i))) else {
+        return Vec::new();
     };
     let lo = i.saturating_sub(RELOCATION_WINDOW);
     let hi = (i + RELOCATION_WINDOW + 1).min(doc.line_count());
-    let at: Vec<isize> = (lo..hi)
-        .filter(|&k| same(doc.line(k), &content))
+    (lo..hi)
+        .filter(|&k| same(doc.line(k), content))
         .map(|k| k as isize - i as isize)
-        .collect();
-    let decisive = at.len() == 1 && informative(&content);
-    Candidates {
-        at,
-        searched: true,
-        decisive,
-    }
+        .collect()
 }
 
 /// Where each line of the caller's snapshot stands in the current file (its
@@ -679,78 +664,243 @@ fn seen_map(doc: &Document, seen: Option<&Document>) -> SeenMap {
     Some(map)
 }
 
-/// The one displacement every anchor of an edit agrees on (spec §5.1), or
-/// `Err(())` (stale) when they disagree or nothing tells the candidates apart.
-fn displacement(e: &AnchorEdit, doc: &Document, seen: Option<&Document>) -> Result<isize, ()> {
-    let anchors = op_anchors(&e.op);
-    // The snapshot's diff is computed only when it differs from the file.
-    let map = seen_map(doc, seen);
-    let cands: Vec<Candidates> = anchors
-        .iter()
-        .map(|a| candidates(doc, a, seen, &map))
-        .collect();
-    let Some((first, rest)) = cands.split_first() else {
-        return Ok(0);
-    };
-    let agreed: Vec<isize> = first
-        .at
-        .iter()
-        .copied()
-        .filter(|d| rest.iter().all(|c| c.at.contains(d)))
-        .collect();
-    if agreed.is_empty() {
-        return Err(());
+/// Where one edit of the call goes (spec §5.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Placement {
+    /// Every anchor of the edit at this displacement (0: in place).
+    At(isize),
+    /// The anchors have no displacement in common: stale.
+    Stale,
+    /// Several displacements fit the edit and nothing in the call tells
+    /// them apart (ascending).
+    Ambiguous(Vec<isize>),
+}
+
+/// The anchors of every edit of one file in one input (sections naming the
+/// file gathered, text or tool call), in input order: the call's evidence of
+/// how far the file moved, which places an edit its own anchors leave open
+/// (spec §5.1). The placement worked out from them is kept for the document
+/// it was worked out on (by a fingerprint of what it read), so the edits of
+/// a file search once, not once each.
+#[derive(Default)]
+pub struct CallAnchors {
+    edits: Vec<Vec<Anchor>>,
+    /// Which edits only delete lines (a `delete`, or a `replace` with no new lines).
+    deletes: Vec<bool>,
+    /// (fingerprint of the document and snapshot, the placement of every edit).
+    cache: std::sync::Mutex<Option<(u128, std::sync::Arc<[Placement]>)>>,
+}
+
+impl std::fmt::Debug for CallAnchors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallAnchors")
+            .field("edits", &self.edits)
+            .finish_non_exhaustive()
     }
-    // A decisive anchor has one candidate, so `agreed` is it.
-    if cands.iter().any(|c| c.decisive) {
-        return Ok(agreed[0]);
+}
+
+impl PartialEq for CallAnchors {
+    fn eq(&self, other: &Self) -> bool {
+        self.edits == other.edits && self.deletes == other.deletes
     }
-    // Only low-information or repeated lines: the call's decisive anchors
-    // nearest above and below this edit say how far this part of the file moved.
-    let lo = anchors.iter().map(|a| a.line).min().unwrap_or(1);
-    let hi = anchors.iter().map(|a| a.line).max().unwrap_or(lo);
-    let fixed: Vec<(usize, isize)> = e
-        .call_anchors
-        .iter()
-        .filter(|a| !anchors.contains(a))
-        .filter_map(|a| {
-            let c = candidates(doc, a, seen, &map);
-            c.decisive.then(|| (a.line, c.at[0]))
-        })
-        .collect();
-    // The shift of the nearest fixed points on one side, when they agree.
-    let side = |pick: &dyn Fn(usize) -> bool, nearest: fn(usize, usize) -> bool| {
-        let mut best: Option<(usize, isize)> = None;
-        let mut split = false;
-        for &(l, d) in fixed.iter().filter(|(l, _)| pick(*l)) {
-            match best {
-                Some((bl, bd)) if bl == l => split |= bd != d,
-                Some((bl, _)) if !nearest(l, bl) => {}
-                _ => {
-                    best = Some((l, d));
-                    split = false;
+}
+
+impl Eq for CallAnchors {}
+
+impl CallAnchors {
+    /// The placement of every edit against `doc` (and the snapshot), from
+    /// the cache when it was worked out on the same content.
+    fn placements(&self, doc: &Document, seen: Option<&Document>) -> std::sync::Arc<[Placement]> {
+        let key = self.key(doc, seen);
+        let mut cache = self.cache.lock().ok();
+        if let Some(Some((k, p))) = cache.as_deref() {
+            if *k == key {
+                return p.clone();
+            }
+        }
+        let placed: std::sync::Arc<[Placement]> =
+            place_call(&self.edits, &self.deletes, doc, seen).into();
+        if let Some(c) = cache.as_deref_mut() {
+            *c = Some((key, placed.clone()));
+        }
+        placed
+    }
+
+    /// A fingerprint of everything the placement reads: without a snapshot,
+    /// the file's length and, for each edit, its lines and the relocation
+    /// window around them (a few lines per edit, not the file, as each edit
+    /// asks for it); with one, both texts whole (its line diff reads them
+    /// whole).
+    fn key(&self, doc: &Document, seen: Option<&Document>) -> u128 {
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        h.update(&(doc.line_count() as u64).to_le_bytes());
+        match seen {
+            Some(s) => {
+                h.update(&(doc.text().len() as u64).to_le_bytes());
+                h.update(doc.text().as_bytes());
+                h.update(s.text().as_bytes());
+            }
+            None => {
+                for anchors in &self.edits {
+                    let (Some(first), Some(last)) = (
+                        anchors.iter().map(|a| a.line - 1).min(),
+                        anchors.iter().map(|a| a.line - 1).max(),
+                    ) else {
+                        continue;
+                    };
+                    // The range's own lines too: a deletion compares them (`same_deletion`).
+                    let lo = first
+                        .saturating_sub(RELOCATION_WINDOW)
+                        .min(doc.line_count());
+                    let hi = (last + RELOCATION_WINDOW + 1).min(doc.line_count());
+                    for k in lo..hi {
+                        h.update(doc.line(k).as_bytes());
+                        h.update(b"\n");
+                    }
                 }
             }
         }
-        best.filter(|_| !split).map(|(_, d)| d)
+        h.digest128()
+    }
+}
+
+/// Places every edit of a call (spec §5.1). Each edit's candidates are the
+/// displacements all its anchors allow. When every edit allows 0 (or none:
+/// stale), nothing shows the file moved: all stay in place. Otherwise the edits keep their
+/// order, and the lines between two edits can only have shrunk by the lines
+/// deleted there (the file moved by lines added or removed): edit q below
+/// edit p, `g` lines apart as stated, has d_q ≥ d_p − g. That narrows each
+/// edit's candidates to the ones some placement of the whole call uses; an
+/// edit left with one is placed, with more it is ambiguous.
+fn place_call(
+    edits: &[Vec<Anchor>],
+    deletes: &[bool],
+    doc: &Document,
+    seen: Option<&Document>,
+) -> Vec<Placement> {
+    // The snapshot's diff is computed only when it differs from the file.
+    let map = seen_map(doc, seen);
+    let mut cands: Vec<Vec<isize>> = edits
+        .iter()
+        .map(|anchors| {
+            let mut it = anchors.iter().map(|a| candidates(doc, a, seen, &map));
+            let first = it.next().unwrap_or_else(|| vec![0]);
+            it.fold(first, |mut acc, c| {
+                acc.retain(|d| c.contains(d));
+                acc
+            })
+        })
+        .collect();
+    // A stale edit (no candidate) shows that its line changed, not that the
+    // file moved: a re-sent call whose other edits verify stays in place.
+    if cands.iter().all(|c| c.is_empty() || c.contains(&0)) {
+        return cands
+            .iter()
+            .map(|c| match c.is_empty() {
+                true => Placement::Stale,
+                false => Placement::At(0),
+            })
+            .collect();
+    }
+    // The anchored edits with candidates, in the order of their lines.
+    let span = |k: usize| {
+        let lines = edits[k].iter().map(|a| a.line);
+        (lines.clone().min().unwrap_or(0), lines.max().unwrap_or(0))
     };
-    let above = side(&|l| l <= lo, |l, b| l > b);
-    let below = side(&|l| l >= hi, |l, b| l < b);
-    if let (Some(a), Some(b)) = (above, below) {
-        if a == b {
-            return if agreed.contains(&a) { Ok(a) } else { Err(()) };
+    let mut chain: Vec<usize> = (0..edits.len())
+        .filter(|&k| !edits[k].is_empty() && !cands[k].is_empty())
+        .collect();
+    chain.sort_by_key(|&k| span(k));
+    // Consecutive edits whose lines do not overlap, and the lines between them.
+    let links: Vec<(usize, usize, isize)> = chain
+        .windows(2)
+        .filter_map(|w| {
+            let (p, q) = (w[0], w[1]);
+            let gap = span(q).0 as isize - span(p).1 as isize - 1;
+            (gap >= 0).then_some((p, q, gap))
+        })
+        .collect();
+    let before: Vec<Vec<isize>> = cands.clone();
+    for &(p, q, gap) in &links {
+        if let Some(lo) = cands[p].iter().min().map(|m| m - gap) {
+            cands[q].retain(|&d| d >= lo);
         }
     }
-    let moved = fixed.iter().any(|&(_, d)| d != 0);
-    if !moved && agreed.contains(&0) {
-        return Ok(0);
+    for &(p, q, gap) in links.iter().rev() {
+        if let Some(hi) = cands[q].iter().max().map(|m| m + gap) {
+            cands[p].retain(|&d| d <= hi);
+        }
     }
-    // Something moved, or the line is not in place: only content that stands
-    // once in the window places it.
-    match agreed.as_slice() {
-        [d] if cands.iter().all(|c| c.searched) => Ok(*d),
-        _ => Err(()),
+    // Candidates no order of the edits explains: the file changed otherwise
+    // (lines swapped, not added or removed), and nothing can be trusted.
+    let broken = chain.iter().any(|&k| cands[k].is_empty());
+    (0..edits.len())
+        .map(|k| {
+            if edits[k].is_empty() {
+                return Placement::At(0);
+            }
+            match cands[k].as_slice() {
+                _ if before[k].is_empty() || broken => Placement::Stale,
+                [d] => Placement::At(*d),
+                // Deleting one of two equal neighbouring lines: either gives
+                // the same text, so the nearest is taken.
+                ds if deletes.get(k) == Some(&true) && same_deletion(doc, span(k), ds) => {
+                    Placement::At(
+                        ds.iter()
+                            .copied()
+                            .min_by_key(|d| (d.abs(), *d))
+                            .unwrap_or(0),
+                    )
+                }
+                ds => Placement::Ambiguous(ds.to_vec()),
+            }
+        })
+        .collect()
+}
+
+/// Whether deleting the stated lines `span` (1-based, inclusive) at each of
+/// the displacements `ds` (ascending) leaves the same text, byte for byte
+/// (trailing whitespace too: the lines kept keep it).
+fn same_deletion(doc: &Document, span: (usize, usize), ds: &[isize]) -> bool {
+    let (Some(&lo), Some(&hi)) = (ds.first(), ds.last()) else {
+        return false;
+    };
+    let from = span.0 as isize - 1 + lo;
+    let to = span.1 as isize + hi;
+    if from < 0 || to as usize > doc.line_count() {
+        return false;
     }
+    let region: Vec<&str> = (from as usize..to as usize).map(|i| doc.line(i)).collect();
+    let without = |d: isize| -> Vec<&str> {
+        let cut = (d - lo) as usize..(d - lo) as usize + (span.1 - span.0 + 1);
+        region
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !cut.contains(i))
+            .map(|(_, l)| *l)
+            .collect()
+    };
+    let first = without(lo);
+    ds.iter().all(|&d| without(d) == first)
+}
+
+/// The one displacement every anchor of an edit takes (spec §5.1).
+fn displacement(e: &AnchorEdit, doc: &Document, seen: Option<&Document>) -> Placement {
+    match e.call.placements(doc, seen).get(e.call_index) {
+        Some(p) if e.call.edits.get(e.call_index).map(Vec::as_slice) == Some(&own(e)) => p.clone(),
+        // An edit made by hand, outside a parsed input: its own anchors alone.
+        _ => place_call(&[own(e)], &[deletes(e)], doc, seen).swap_remove(0),
+    }
+}
+
+/// Whether an edit only deletes lines.
+fn deletes(e: &AnchorEdit) -> bool {
+    matches!(&e.op, AnchorOp::Replace { lines, .. } if lines.is_empty())
+}
+
+/// The anchors of an edit, owned.
+fn own(e: &AnchorEdit) -> Vec<Anchor> {
+    op_anchors(&e.op).into_iter().cloned().collect()
 }
 
 /// `12:ZPM|code` prefixes echoed into payload lines, removed when every non-empty line has one.
@@ -808,15 +958,20 @@ fn resolve_anchor_edit(
 ) -> Result<Resolution, EditError> {
     let mut warnings = Vec::new();
     let mut stale = Vec::new();
-    let shift = displacement(e, doc, ctx.seen);
-    if shift.is_err() {
+    let placement = displacement(e, doc, ctx.seen);
+    if !matches!(placement, Placement::At(_)) {
         for a in op_anchors(&e.op) {
             if !stale.contains(&a.text()) {
                 stale.push(a.text());
             }
         }
     }
-    let d = shift.unwrap_or(0);
+    let shift = match placement {
+        Placement::At(d) => Ok(d),
+        Placement::Stale => Err(Vec::new()),
+        Placement::Ambiguous(ds) => Err(ds),
+    };
+    let d = *shift.as_ref().unwrap_or(&0);
     // Every anchor takes the edit's one displacement: a range never mixes two.
     let mut place = |a: &Anchor| -> usize {
         let to = (a.line - 1) as isize + d;
@@ -863,7 +1018,17 @@ fn resolve_anchor_edit(
                 return Ok(r);
             }
         }
-        return Err(EditError::StaleAnchors { anchors: stale });
+        // Several places fit: the lines where the edit's first anchor could stand.
+        return Err(match shift {
+            Err(ds) if !ds.is_empty() => {
+                let first = op_anchors(&e.op).first().map_or(1, |a| a.line) as isize;
+                EditError::AmbiguousAnchors {
+                    anchors: stale,
+                    lines: ds.iter().map(|d| (first + d) as usize).collect(),
+                }
+            }
+            _ => EditError::StaleAnchors { anchors: stale },
+        });
     }
     strip_echoed_anchors(doc, &mut lines, &mut warnings);
     match &e.op {
@@ -1141,6 +1306,28 @@ mod tests {
         let echoed = format!("@@ insert after 2:{}|a\n+new\n", line_hash("a"));
         let out = apply_seen(&doc, &seen, &echoed).unwrap();
         assert_eq!(out.text(), "x\n\ny\na\nnew\n\nb\n");
+    }
+
+    #[test]
+    fn call_placement_is_worked_out_per_document() {
+        // One parsed call resolved against two versions of a file: the
+        // placement cached for one is never used for the other.
+        let patch = parse_text(&format!("@@ replace 2:{}|b\n+B\n", line_hash("b"))).unwrap();
+        let opts = MatchOptions::default();
+        let ctx = ResolveContext::new(&opts);
+        let op = patch.ops()[0];
+        let moved = Document::from_text("x\na\nb\n");
+        let in_place = Document::from_text("a\nb\nc\n");
+        assert_eq!(op.resolve(&moved, &ctx).unwrap().lines, Some(2..3));
+        assert_eq!(op.resolve(&in_place, &ctx).unwrap().lines, Some(1..2));
+        assert_eq!(op.resolve(&moved, &ctx).unwrap().lines, Some(2..3));
+        // The snapshot is part of the key too.
+        let seen = Document::from_text("a\nb\n");
+        let with_seen = ResolveContext {
+            seen: Some(&seen),
+            ..ResolveContext::new(&opts)
+        };
+        assert_eq!(op.resolve(&moved, &with_seen).unwrap().lines, Some(2..3));
     }
 
     #[test]

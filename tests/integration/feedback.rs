@@ -382,6 +382,24 @@ fn hashline_messages() {
     );
 }
 
+/// Hashline: an edit whose anchors fit a moved file at several places, that
+/// nothing in the call tells apart, is refused naming the places and showing
+/// fresh anchors around each (spec §5.1, 5; §10).
+#[test]
+fn hashline_ambiguous_anchor_message() {
+    let file = "# one\n# two\ndef f():\n    return 1\ndef g():\n    return 1\n]\n";
+    let h = lancet::line_hash;
+    let edits = format!(
+        "@@ file a.txt\n@@ replace 4:{}|    return 1\n+    return 10\n@@ insert after 5:{}|]\n+# after\n",
+        h("    return 1"),
+        h("]")
+    );
+    insta::assert_snapshot!(
+        "hashline_ambiguous_anchor",
+        message_in(&[("a.txt", file)], &edits)
+    );
+}
+
 #[test]
 fn apply_patch_and_whole_messages() {
     let sloppy =
