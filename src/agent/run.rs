@@ -15,7 +15,7 @@ use super::context;
 use super::provider::Provider;
 use super::recover;
 use super::session::{Entry, Session};
-use super::tools::{Refusal, ToolOutcome, Tools};
+use super::tools::{EditAttempt, Refusal, ToolOutcome, Tools};
 use super::types::{Block, Message, ProviderError, Request, Role, StreamEvent, Usage};
 use super::words;
 
@@ -65,6 +65,10 @@ pub enum Event {
         content: String,
         /// Whether it failed.
         is_error: bool,
+        /// What an edit attempt came to, as data (`None` for other calls);
+        /// not in the JSON events, whose edits are in [`Event::Edit`].
+        #[serde(skip)]
+        attempt: Option<EditAttempt>,
     },
     /// An edit was applied: its report and unified diff.
     Edit {
@@ -391,6 +395,7 @@ fn shown(on_event: &mut (dyn FnMut(Event) + Send), name: &str, outcome: &ToolOut
         name: name.to_owned(),
         content: outcome.content.clone(),
         is_error: outcome.is_error,
+        attempt: outcome.attempt.clone(),
     });
 }
 
