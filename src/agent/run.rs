@@ -105,6 +105,9 @@ pub enum Ending {
     Repeating,
     /// A call needed a confirmation and nobody could be asked.
     NoTerminal,
+    /// The caller asked the loop to stop before the next model turn
+    /// ([`run_until`]; the benchmark, when a task's tries are used up).
+    Stopped,
 }
 
 /// A finished run.
@@ -129,10 +132,38 @@ pub struct Outcome {
 pub async fn run(
     provider: &Provider,
     tools: &mut Tools,
+    session: Option<&mut Session>,
+    messages: Vec<Message>,
+    config: &RunConfig,
+    on_event: &mut (dyn FnMut(Event) + Send),
+) -> Result<Outcome, ProviderError> {
+    run_until(
+        provider,
+        tools,
+        session,
+        messages,
+        config,
+        on_event,
+        &|| false,
+    )
+    .await
+}
+
+/// [`run`], asking `stop` before every model turn: when it says so, the run
+/// ends ([`Ending::Stopped`]) before the model is asked again. It is asked
+/// after the events of the turn before, so a caller can decide from them.
+///
+/// # Errors
+///
+/// As [`run`].
+pub async fn run_until(
+    provider: &Provider,
+    tools: &mut Tools,
     mut session: Option<&mut Session>,
     mut messages: Vec<Message>,
     config: &RunConfig,
     on_event: &mut (dyn FnMut(Event) + Send),
+    stop: &(dyn Fn() -> bool + Sync),
 ) -> Result<Outcome, ProviderError> {
     let mut usage = Usage::default();
     let mut failures: HashMap<(String, String), usize> = HashMap::new();
@@ -152,6 +183,9 @@ pub async fn run(
     let ending = loop {
         if turns >= config.max_turns {
             break Ending::MaxTurns;
+        }
+        if stop() {
+            break Ending::Stopped;
         }
         // (A lone task cannot be compacted: there is nothing to summarise.)
         if let Some(window) = config

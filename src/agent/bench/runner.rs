@@ -32,7 +32,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::io::AsyncWriteExt;
@@ -354,7 +354,7 @@ async fn attempt(
         context_window: None,
     };
     let messages = vec![Message::user(job.task.instruction.clone())];
-    let (stop_tx, mut stop_rx) = watch::channel(false);
+    let used_up = AtomicBool::new(false);
     let tries = c.tries;
     let mut on_event = |e: Event| match e {
         Event::Usage {
@@ -376,16 +376,23 @@ async fn attempt(
             }
             seen.last = Some((attempt, is_error));
             if is_error && seen.tries >= tries {
-                let _ = stop_tx.send(true);
+                used_up.store(true, Ordering::Relaxed);
             }
         }
         _ => {}
     };
-    let result = tokio::select! {
-        biased;
-        _ = stop_rx.changed() => Ok(()),
-        r = run::run(&provider, &mut tools, None, messages, &config, &mut on_event) => r.map(|_| ()),
-    };
+    let stop = || used_up.load(Ordering::Relaxed);
+    let result = run::run_until(
+        &provider,
+        &mut tools,
+        None,
+        messages,
+        &config,
+        &mut on_event,
+        &stop,
+    )
+    .await
+    .map(|_| ());
     drop(registration);
     match result {
         Ok(()) => Ended::Ran,

@@ -168,13 +168,13 @@ fn changes(task: &Task) -> Result<Vec<Change>, RenderProblem> {
 /// The turn that makes the change.
 fn edit_turn(changes: &[Change], format: Format, mode: Mode) -> Result<Turn, RenderProblem> {
     match mode {
-        Mode::Text => Ok(Turn::Text(
-            changes
+        Mode::Text => {
+            let renders: Vec<String> = changes
                 .iter()
                 .map(|c| format.render(&c.path, &c.before, &c.after))
-                .collect::<Vec<_>>()
-                .join("\n"),
-        )),
+                .collect();
+            Ok(Turn::Text(join_renders(format, &renders)))
+        }
         Mode::Tool => {
             let mut calls = Vec::new();
             for c in changes {
@@ -185,6 +185,25 @@ fn edit_turn(changes: &[Change], format: Format, mode: Mode) -> Result<Turn, Ren
             Ok(Turn::Calls(calls))
         }
     }
+}
+
+/// One reply holding several files' renderings. An apply_patch envelope
+/// holds every file of a change (its prompt says so, and its parser reads
+/// one envelope per reply), so the envelopes become one; the other formats'
+/// renderings follow one another.
+fn join_renders(format: Format, renders: &[String]) -> String {
+    const BEGIN: &str = "*** Begin Patch\n";
+    const END: &str = "*** End Patch\n";
+    if format != Format::ApplyPatch || renders.len() < 2 {
+        return renders.join("\n");
+    }
+    let mut out = String::from(BEGIN);
+    for r in renders {
+        let body = r.strip_prefix(BEGIN).unwrap_or(r);
+        out.push_str(body.strip_suffix(END).unwrap_or(body));
+    }
+    out.push_str(END);
+    out
 }
 
 /// The edit tool's arguments for one file's change, from the format's own

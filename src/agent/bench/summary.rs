@@ -7,7 +7,8 @@
 //! the report is written (the CLI).
 //!
 //! Invariant: a summary is a pure function of the records (in any order):
-//! rows sorted by model, format, mode; kinds in the contract's order.
+//! rows sorted by model, format (in `Format::ALL`'s order), mode; kinds in
+//! the contract's order.
 
 use std::collections::BTreeMap;
 
@@ -93,6 +94,17 @@ impl Summary {
                 .or_default()
                 .push(r);
         }
+        let mut groups: Vec<_> = groups.into_iter().collect();
+        // Formats in `Format::ALL`'s order (as `lancet formats` lists them).
+        let rank = |f: &str| {
+            crate::Format::ALL
+                .iter()
+                .position(|x| x.name() == f)
+                .unwrap_or(usize::MAX)
+        };
+        groups.sort_by(|((m1, f1, o1), _), ((m2, f2, o2), _)| {
+            (m1, rank(f1), f1, o1).cmp(&(m2, rank(f2), f2, o2))
+        });
         let rows = groups
             .into_iter()
             .map(|((model, format, mode), rs)| {

@@ -524,6 +524,8 @@ pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
                 "stopped: a call needed your confirmation and there is no terminal (pass --yes, or allow it in .lancet.toml)",
                 style::NOTICE,
             ),
+            // `lancet run` never asks the loop to stop; the benchmark does.
+            Ending::Stopped => ("stopped", style::NOTICE),
         };
         let cost = cost.map(|c| format!(", ${c:.4}")).unwrap_or_default();
         anstream::eprintln!(
@@ -537,7 +539,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
     }
     Ok(match outcome.ending {
         Ending::Answered => Exit::Success,
-        Ending::MaxTurns | Ending::Repeating | Ending::NoTerminal => Exit::Failed,
+        Ending::MaxTurns | Ending::Repeating | Ending::NoTerminal | Ending::Stopped => Exit::Failed,
     })
 }
 
