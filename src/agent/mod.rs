@@ -10,7 +10,7 @@
 //! - `permissions`: deny beats ask beats allow.
 //! - `sandbox`: the bash tool's OS sandbox (Landlock, a network namespace),
 //!   entered by `lancet sandbox` right before it becomes the command.
-//! - [`bench`]: the benchmark (`lancet bench`): tasks, simulated models,
+//! - [`bench`](mod@bench): the benchmark (`lancet bench`): tasks, simulated models,
 //!   the runner and its summary, every job through [`run`](run::run).
 //! - `words`: every word the agent writes for the model (system prompt,
 //!   tool descriptions and results, compaction notes), snapshot-tested.

@@ -22,7 +22,7 @@
 //! task's check exits 0 (when it has one). A failure is classified from the
 //! data the tools return for the last edit attempt
 //! ([`EditAttempt`]), never from the words the model reads:
-//! [`classify`] has the rules.
+//! `classify` has the rules.
 //!
 //! Owns: workspaces, the job's loop and its stop, the check, judging, and
 //! running many jobs (bounded, stoppable). Does not own: writing records
@@ -314,9 +314,11 @@ async fn attempt(
         None => return Ended::Provider(String::new()),
     };
     let text_mode = job.mode == Mode::Text;
-    let mut tc = ToolsConfig::default();
-    tc.format = job.format;
-    tc.text_mode = text_mode;
+    let mut tc = ToolsConfig {
+        format: job.format,
+        text_mode,
+        ..ToolsConfig::default()
+    };
     let mut system = run::system_prompt(job.format.instructions(), text_mode, None);
     if let Some(s) = &c.sandbox {
         let mut policy = SandboxPolicy::new(s.mode, ws.root()).with_network(s.network);
