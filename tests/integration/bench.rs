@@ -419,3 +419,58 @@ fn a_missing_source_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2), "{}", show(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("nowhere"));
 }
+
+/// Ctrl-C stops the run, keeps every finished job's line, and exits 1; the
+/// job in flight leaves no line, so a rerun does it.
+#[test]
+fn an_interrupted_run_keeps_what_is_done_and_exits_1() {
+    let server = LlmServer::start(vec![
+        Scripted::openai_text("I would rather not."),
+        Scripted::Silent {
+            hold: std::time::Duration::from_secs(30),
+        },
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lancet"))
+        .args(["bench", "-t", &data("tasks"), "--limit", "2", "-j", "1"])
+        .args(["-m", "openai:scripted-model", "-f", "whole", "-o"])
+        .arg(&out)
+        .current_dir(dir.path())
+        .env("XDG_CONFIG_HOME", dir.path().join(".no-user-config"))
+        .env("OPENAI_BASE_URL", server.openai_base_url())
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("LANCET_MODEL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let results = out.join("results.jsonl");
+    let start = std::time::Instant::now();
+    // The first job's line, and the second job's request in flight.
+    while !(std::fs::read_to_string(&results).is_ok_and(|t| t.lines().count() == 1)
+        && server.requests().len() == 2)
+    {
+        assert!(
+            start.elapsed().as_secs() < 20,
+            "the first job never finished"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", show(&output));
+    assert!(
+        start.elapsed().as_secs() < 25,
+        "the stop waited for the model"
+    );
+    let lines = std::fs::read_to_string(&results).unwrap();
+    assert_eq!(lines.lines().count(), 1, "{lines}");
+    assert!(lines.contains("no_edit"));
+    assert!(out.join("report.json").exists());
+}
