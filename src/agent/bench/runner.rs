@@ -133,7 +133,8 @@ pub async fn run(
             (Backend::Provider(pc), _) => Some((**pc).clone()),
             (Backend::Sim(_), Some(server)) => {
                 let mut pc = ProviderConfig::new(Wire::OpenAi, server.base_url(), "sim");
-                // The simulation answers at once; a silent second means a bug.
+                // The simulation answers at once: silence is a bug, and is
+                // reported sooner than a real endpoint's minute allows.
                 pc.idle_timeout = Duration::from_secs(30);
                 Some(pc)
             }
@@ -181,12 +182,19 @@ pub async fn run(
     }
 }
 
-/// A job's directory, removed when dropped.
-struct Scratch(PathBuf);
+/// A job's directory, removed when dropped — only if this job made it: a
+/// path someone else created first (the scratch directory is shared) is
+/// never deleted.
+struct Scratch {
+    path: PathBuf,
+    made: AtomicBool,
+}
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        if self.made.load(Ordering::Relaxed) {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
     }
 }
 
@@ -222,12 +230,15 @@ async fn run_job(job: Job, shared: Arc<Shared>) -> Record {
     let dir = c
         .scratch
         .join(format!("lancet-bench-{}-{n}", std::process::id()));
-    let scratch = Scratch(dir.clone());
+    let scratch = Scratch {
+        path: dir.clone(),
+        made: AtomicBool::new(false),
+    };
     let mut seen = Seen::default();
     let mut detail = None;
     let ended = match tokio::time::timeout(
         c.task_timeout,
-        attempt(&job, &shared, &dir, &mut seen, &mut detail),
+        attempt(&job, &shared, &scratch, &mut seen, &mut detail),
     )
     .await
     {
@@ -296,11 +307,17 @@ async fn run_job(job: Job, shared: Arc<Shared>) -> Record {
 async fn attempt(
     job: &Job,
     shared: &Shared,
-    dir: &Path,
+    scratch: &Scratch,
     seen: &mut Seen,
     detail: &mut Option<String>,
 ) -> Ended {
     let c = &shared.config;
+    let dir = scratch.path.as_path();
+    // A fresh directory of our own: it must not exist yet.
+    if let Err(e) = std::fs::create_dir(dir) {
+        return Ended::Provider(words::bench_workspace_failed(&e));
+    }
+    scratch.made.store(true, Ordering::Relaxed);
     if let Err(e) = write_tree(dir, &job.task.before) {
         return Ended::Provider(words::bench_workspace_failed(&e));
     }
@@ -402,9 +419,8 @@ async fn attempt(
     }
 }
 
-/// Writes `files` under `dir` (which must not exist yet: a fresh directory).
+/// Writes `files` under `dir` (a fresh directory of the job's own).
 fn write_tree(dir: &Path, files: &Files) -> std::io::Result<()> {
-    std::fs::create_dir(dir)?;
     for (rel, bytes) in files {
         let path = dir.join(rel);
         if let Some(parent) = path.parent() {
@@ -582,6 +598,31 @@ fn classify(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A job's scratch path that someone else created first is not deleted
+    /// (the job fails to make its directory and leaves the path alone).
+    #[test]
+    fn a_scratch_path_made_by_someone_else_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let theirs = dir.path().join("lancet-bench-1-0");
+        std::fs::create_dir(&theirs).unwrap();
+        std::fs::write(theirs.join("keep"), "x").unwrap();
+        let scratch = Scratch {
+            path: theirs.clone(),
+            made: AtomicBool::new(false),
+        };
+        assert!(std::fs::create_dir(&scratch.path).is_err());
+        drop(scratch);
+        assert!(theirs.join("keep").exists());
+        let ours = Scratch {
+            path: dir.path().join("lancet-bench-1-1"),
+            made: AtomicBool::new(true),
+        };
+        std::fs::create_dir(&ours.path).unwrap();
+        let path = ours.path.clone();
+        drop(ours);
+        assert!(!path.exists());
+    }
 
     #[test]
     fn classification_follows_the_data() {
