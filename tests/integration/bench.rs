@@ -432,7 +432,7 @@ fn an_interrupted_run_keeps_what_is_done_and_exits_1() {
     ]);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lancet"))
+    let child = Command::new(env!("CARGO_BIN_EXE_lancet"))
         .args(["bench", "-t", &data("tasks"), "--limit", "2", "-j", "1"])
         .args(["-m", "openai:scripted-model", "-f", "whole", "-o"])
         .arg(&out)
