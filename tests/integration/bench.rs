@@ -250,6 +250,11 @@ fn a_rerun_resumes_without_redoing_finished_jobs() {
 /// One task (`add()` subtracts, in calc.py) for a scripted model through the
 /// OpenAI-compatible wire, in search/replace tool mode, one job at a time.
 fn scripted(script: Vec<Scripted>, tries: &str) -> (Value, LlmServer, Output) {
+    scripted_in(script, tries, "tool")
+}
+
+/// [`scripted`] in a mode (`tool` or `text`).
+fn scripted_in(script: Vec<Scripted>, tries: &str, mode: &str) -> (Value, LlmServer, Output) {
     let server = LlmServer::start(script);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
@@ -267,6 +272,8 @@ fn scripted(script: Vec<Scripted>, tries: &str) -> (Value, LlmServer, Output) {
             "search-replace",
             "--tries",
             tries,
+            "--mode",
+            mode,
             "-j",
             "1",
             "-o",
@@ -352,6 +359,40 @@ fn an_edit_of_absent_text_is_not_found() {
     assert_eq!(r["failure"], "not_found");
     assert_eq!(r["tries"], 1);
     assert_eq!(server.remaining(), 1);
+}
+
+/// In text mode, a reply whose block never closes is `parse`, and a fixed
+/// reply after the feedback passes at the second try.
+#[test]
+fn text_mode_edits_are_judged_the_same_way() {
+    let open = "calc.py\n<<<<<<< SEARCH\ndef add(a, b):\n    return a - b\n=======\n";
+    let (r, _, output) = scripted_in(vec![read_calc(), Scripted::openai_text(open)], "1", "text");
+    assert_eq!(output.status.code(), Some(0), "{}", show(&output));
+    assert_eq!(r["failure"], "parse");
+    assert_eq!(r["mode"], "text");
+    let fixed = format!("{open}def add(a, b):\n    return a + b\n>>>>>>> REPLACE\n");
+    let (r, server, _) = scripted_in(
+        vec![
+            read_calc(),
+            Scripted::openai_text(open),
+            Scripted::openai_text(&fixed),
+            Scripted::openai_text("Fixed."),
+        ],
+        "2",
+        "text",
+    );
+    assert_eq!(r["pass"], true, "{r}");
+    assert_eq!(r["tries"], 2);
+    assert_eq!(server.remaining(), 0);
+    // The engine's feedback on the first try reached the model before its
+    // second: the third request ends with it, after the failed reply.
+    let third = &server.requests()[2].body;
+    let messages = third["messages"].as_array().unwrap();
+    let n = messages.len();
+    assert_eq!(messages[n - 2]["role"], "assistant", "{third}");
+    assert_eq!(messages[n - 2]["content"], open);
+    assert_eq!(messages[n - 1]["role"], "user", "{third}");
+    assert!(!messages[n - 1]["content"].as_str().unwrap().is_empty());
 }
 
 /// A model that answers without editing is `no_edit`.
