@@ -2,15 +2,17 @@
 //! temporary copy of its `before/` files, through the real agent loop.
 //!
 //! A job's workspace is a new directory under the configured scratch
-//! directory, removed when the job ends however it ends. The tools are
-//! `lancet run`'s, with permissions `auto`, no terminal, and the bash tool's
-//! sandbox when one is configured; the system prompt is `lancet run`'s.
+//! directory, removed when the job ends however it ends (and only if the
+//! job made it). The tools are `lancet run`'s, with permissions `auto`, no
+//! terminal, and the bash tool's sandbox when one is configured (the task's
+//! check runs in it too); the system prompt is `lancet run`'s.
 //!
 //! **Tries.** A try is one model turn that attempts edits: one or more
 //! `edit` calls, or a text-mode reply holding edits. The engine's answer
 //! (applied, or why not) goes back to the model as the loop always sends
 //! it, and the model may try again. When the `tries`-th try has a failed
-//! edit, the run is stopped before the model is asked again. A try whose
+//! edit, the run is stopped before the model is asked again
+//! ([`run_until`](crate::agent::run::run_until)). A try whose
 //! edits apply does not stop the run: the model may go on (to check its
 //! work, or make another edit, which counts as a try) and ends by answering.
 //! The turn limit is `tries + extra_turns`, for reading, exploring and the
