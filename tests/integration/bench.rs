@@ -515,3 +515,48 @@ fn an_interrupted_run_keeps_what_is_done_and_exits_1() {
     assert!(lines.contains("no_edit"));
     assert!(out.join("report.json").exists());
 }
+
+/// `anthropic:NAME` goes over the Anthropic wire, to the endpoint `lancet
+/// run` would use (`ANTHROPIC_BASE_URL`), and is judged the same way.
+#[test]
+fn anthropic_models_resolve_as_lancet_run_resolves_them() {
+    let edit = json!({"path": "calc.py", "old_string": "def add(a, b):\n    return a - b", "new_string": "def add(a, b):\n    return a + b"});
+    let server = LlmServer::start(vec![
+        Scripted::anthropic_tool_call("t1", "read", r#"{"path": "calc.py"}"#),
+        Scripted::anthropic_tool_call("t2", "edit", &edit.to_string()),
+        Scripted::anthropic_text("Fixed."),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let output = Command::new(env!("CARGO_BIN_EXE_lancet"))
+        .args(["bench", "-t", &data("tasks"), "--limit", "1", "-j", "1"])
+        .args([
+            "-m",
+            "anthropic:claude-scripted",
+            "-f",
+            "search-replace",
+            "-o",
+        ])
+        .arg(&out)
+        .current_dir(dir.path())
+        .env("XDG_CONFIG_HOME", dir.path().join(".no-user-config"))
+        .env("ANTHROPIC_BASE_URL", server.base_url())
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("LANCET_MODEL")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", show(&output));
+    let r = &results(&out)[0];
+    assert_eq!(r["pass"], true, "{r}");
+    assert_eq!(r["model"], "anthropic:claude-scripted");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(
+        requests[0].path.ends_with("/v1/messages"),
+        "{}",
+        requests[0].path
+    );
+    assert_eq!(requests[0].body["model"], "claude-scripted");
+}
