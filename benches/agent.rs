@@ -390,6 +390,7 @@ fn check(
             name,
             content,
             is_error,
+            ..
         } = r
         {
             assert!(!is_error, "{}: {name} failed: {content}", case.name);

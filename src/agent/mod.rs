@@ -10,6 +10,8 @@
 //! - `permissions`: deny beats ask beats allow.
 //! - `sandbox`: the bash tool's OS sandbox (Landlock, a network namespace),
 //!   entered by `lancet sandbox` right before it becomes the command.
+//! - [`bench`](mod@bench): the benchmark (`lancet bench`): tasks, simulated models,
+//!   the runner and its summary, every job through [`run`](run::run).
 //! - `words`: every word the agent writes for the model (system prompt,
 //!   tool descriptions and results, compaction notes), snapshot-tested.
 //!
@@ -22,6 +24,7 @@
 //! Crate-private: the loop's own machinery (`context`: compaction;
 //! `recover`: text tool calls) and the words.
 
+pub mod bench;
 pub mod config;
 pub(crate) mod context;
 pub mod models;

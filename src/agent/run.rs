@@ -15,7 +15,7 @@ use super::context;
 use super::provider::Provider;
 use super::recover;
 use super::session::{Entry, Session};
-use super::tools::{Refusal, ToolOutcome, Tools};
+use super::tools::{EditAttempt, Refusal, ToolOutcome, Tools};
 use super::types::{Block, Message, ProviderError, Request, Role, StreamEvent, Usage};
 use super::words;
 
@@ -65,6 +65,10 @@ pub enum Event {
         content: String,
         /// Whether it failed.
         is_error: bool,
+        /// What an edit attempt came to, as data (`None` for other calls);
+        /// not in the JSON events, whose edits are in [`Event::Edit`].
+        #[serde(skip)]
+        attempt: Option<EditAttempt>,
     },
     /// An edit was applied: its report and unified diff.
     Edit {
@@ -101,6 +105,9 @@ pub enum Ending {
     Repeating,
     /// A call needed a confirmation and nobody could be asked.
     NoTerminal,
+    /// The caller asked the loop to stop before the next model turn
+    /// ([`run_until`]; the benchmark, when a task's tries are used up).
+    Stopped,
 }
 
 /// A finished run.
@@ -125,10 +132,38 @@ pub struct Outcome {
 pub async fn run(
     provider: &Provider,
     tools: &mut Tools,
+    session: Option<&mut Session>,
+    messages: Vec<Message>,
+    config: &RunConfig,
+    on_event: &mut (dyn FnMut(Event) + Send),
+) -> Result<Outcome, ProviderError> {
+    run_until(
+        provider,
+        tools,
+        session,
+        messages,
+        config,
+        on_event,
+        &|| false,
+    )
+    .await
+}
+
+/// [`run`], asking `stop` before every model turn: when it says so, the run
+/// ends ([`Ending::Stopped`]) before the model is asked again. It is asked
+/// after the events of the turn before, so a caller can decide from them.
+///
+/// # Errors
+///
+/// As [`run`].
+pub async fn run_until(
+    provider: &Provider,
+    tools: &mut Tools,
     mut session: Option<&mut Session>,
     mut messages: Vec<Message>,
     config: &RunConfig,
     on_event: &mut (dyn FnMut(Event) + Send),
+    stop: &(dyn Fn() -> bool + Sync),
 ) -> Result<Outcome, ProviderError> {
     let mut usage = Usage::default();
     let mut failures: HashMap<(String, String), usize> = HashMap::new();
@@ -148,6 +183,9 @@ pub async fn run(
     let ending = loop {
         if turns >= config.max_turns {
             break Ending::MaxTurns;
+        }
+        if stop() {
+            break Ending::Stopped;
         }
         // (A lone task cannot be compacted: there is nothing to summarise.)
         if let Some(window) = config
@@ -391,6 +429,7 @@ fn shown(on_event: &mut (dyn FnMut(Event) + Send), name: &str, outcome: &ToolOut
         name: name.to_owned(),
         content: outcome.content.clone(),
         is_error: outcome.is_error,
+        attempt: outcome.attempt.clone(),
     });
 }
 

@@ -914,6 +914,195 @@ pub(crate) fn sandbox_denied(mode: SandboxMode, network: bool) -> String {
     )
 }
 
+// ---------------------------------------------------------------------------
+// The benchmark (`lancet bench`): what a simulated model says, an imported
+// task's instruction, why a job failed, and the summary table.
+
+/// Why an EditEval task is not run.
+pub(crate) fn bench_needs_numpy() -> String {
+    "needs numpy, which a plain python3 does not have".to_owned()
+}
+
+/// An EditEval task's instruction: the data set's words and the file.
+pub(crate) fn bench_editeval_instruction(instruction: &str, file: &str) -> String {
+    format!(
+        "{}\n\nThe code is in `{file}`. Change that file; do not create others.",
+        instruction.trim()
+    )
+}
+
+/// What a simulated model answers once its edit is made.
+pub(crate) fn bench_sim_done() -> String {
+    "Done: the change is made.".to_owned()
+}
+
+/// A job whose workspace could not be made.
+pub(crate) fn bench_workspace_failed(e: &dyn std::fmt::Display) -> String {
+    format!("the job's workspace could not be made: {e}")
+}
+
+/// A check that could not be started.
+pub(crate) fn bench_check_failed_to_start(e: &std::io::Error) -> String {
+    format!("the check could not be started: {e}")
+}
+
+/// A check that failed: its exit status and the end of its stderr.
+pub(crate) fn bench_check_failed(code: Option<i32>, stderr: &str) -> String {
+    let tail: Vec<&str> = stderr.trim_end().lines().rev().take(3).collect();
+    let tail: Vec<&str> = tail.into_iter().rev().collect();
+    let status = code.map_or_else(|| "a signal".to_owned(), |c| format!("status {c}"));
+    if tail.is_empty() {
+        format!("the check ended with {status}")
+    } else {
+        format!("the check ended with {status}: {}", tail.join(" / "))
+    }
+}
+
+/// A check that ran out of time.
+pub(crate) fn bench_check_timed_out(limit: Duration) -> String {
+    format!("the check did not finish within {} s", limit.as_secs())
+}
+
+/// The summary table: per model × format × mode, the pass rate with its
+/// Wilson 95 % interval, mean tries, tokens, and failures by kind; then the
+/// skipped tasks.
+pub fn bench_table(summary: &super::bench::Summary) -> String {
+    let head = [
+        "model", "format", "mode", "pass", "95% CI", "tries", "tok in", "tok out", "failures",
+    ];
+    let mut rows: Vec<Vec<String>> = vec![head.iter().map(|h| (*h).to_owned()).collect()];
+    for r in &summary.rows {
+        let failures: Vec<String> = r
+            .failures
+            .iter()
+            .map(|(k, n)| format!("{} {n}", k.name()))
+            .collect();
+        rows.push(vec![
+            r.model.clone(),
+            r.format.clone(),
+            r.mode.name().to_owned(),
+            format!("{}/{} {:.1}%", r.passed, r.tasks, r.pass_rate * 100.0),
+            format!("{:.1}–{:.1}%", r.wilson_95.0 * 100.0, r.wilson_95.1 * 100.0),
+            format!("{:.2}", r.mean_tries),
+            r.tokens_in.to_string(),
+            r.tokens_out.to_string(),
+            if failures.is_empty() {
+                "-".to_owned()
+            } else {
+                failures.join(", ")
+            },
+        ]);
+    }
+    let widths: Vec<usize> = (0..head.len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for (i, r) in rows.iter().enumerate() {
+        let cells: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        let _ = writeln!(out, "{}", cells.join("  ").trim_end());
+        if i == 0 {
+            let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+            let _ = writeln!(out, "{}", rule.join("  "));
+        }
+    }
+    if !summary.skipped.is_empty() {
+        let _ = writeln!(out, "\nskipped {} task(s):", summary.skipped.len());
+        for s in &summary.skipped {
+            let _ = writeln!(out, "  {} {}: {}", s.source, s.task, s.reason);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod bench_tests {
+    //! The benchmark's words, rendered once each.
+
+    use super::super::bench::{FailureKind, Mode, Record, Skipped, Summary};
+    use super::*;
+
+    fn record(format: &str, mode: Mode, failure: Option<FailureKind>) -> Record {
+        Record {
+            task: "t".into(),
+            source: "s".into(),
+            model: "sim:perfect".into(),
+            format: format.into(),
+            mode,
+            pass: failure.is_none(),
+            tries: 1,
+            failure,
+            tokens_in: 100,
+            tokens_out: 20,
+            cost: None,
+            ms: 3,
+            turns: 3,
+            detail: None,
+        }
+    }
+
+    #[test]
+    fn bench_words() {
+        let mut out = String::new();
+        let put = |out: &mut String, title: &str, text: &str| {
+            let _ = write!(out, "=== {title} ===\n{text}\n\n");
+        };
+        put(&mut out, "bench_needs_numpy", &bench_needs_numpy());
+        put(
+            &mut out,
+            "bench_editeval_instruction",
+            &bench_editeval_instruction("Make the function faster. ", "code.py"),
+        );
+        put(&mut out, "bench_sim_done", &bench_sim_done());
+        put(
+            &mut out,
+            "bench_workspace_failed",
+            &bench_workspace_failed(&"disk full"),
+        );
+        put(
+            &mut out,
+            "bench_check_failed_to_start",
+            &bench_check_failed_to_start(&std::io::Error::other("no python3")),
+        );
+        put(
+            &mut out,
+            "bench_check_failed",
+            &bench_check_failed(Some(1), "Traceback\n  File x\nAssertionError\n"),
+        );
+        put(
+            &mut out,
+            "bench_check_failed (signal, silent)",
+            &bench_check_failed(None, ""),
+        );
+        put(
+            &mut out,
+            "bench_check_timed_out",
+            &bench_check_timed_out(Duration::from_secs(60)),
+        );
+        let records = [
+            record("search-replace", Mode::Tool, None),
+            record("search-replace", Mode::Tool, Some(FailureKind::NotFound)),
+            record("udiff", Mode::Text, Some(FailureKind::Parse)),
+            record("udiff", Mode::Text, None),
+            record("udiff", Mode::Text, Some(FailureKind::Parse)),
+        ];
+        let skipped = [Skipped {
+            source: "editeval".into(),
+            id: "EditEval/19".into(),
+            reason: bench_needs_numpy(),
+        }];
+        put(
+            &mut out,
+            "bench_table",
+            &bench_table(&Summary::of(&records, &skipped)),
+        );
+        insta::assert_snapshot!(out);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     //! Every message rendered at least once, with representative inputs: a

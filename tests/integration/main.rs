@@ -10,6 +10,8 @@ mod agent_context;
 mod agent_provider;
 #[cfg(feature = "agent")]
 mod agent_run;
+#[cfg(feature = "agent")]
+mod bench;
 mod cli;
 mod engine;
 mod feedback;

@@ -29,7 +29,7 @@ use std::path::Path;
 
 use super::args::{ReadArgs, WriteArgs};
 use super::open::{NotText, Opened, Page, kind_of, open_regular, read_capped};
-use super::types::{EditEvent, READ_WHOLE_MAX, Refusal, Tool, ToolOutcome};
+use super::types::{EditAttempt, EditEvent, READ_WHOLE_MAX, Refusal, Tool, ToolOutcome};
 use super::{Record, Tools, refuse};
 use crate::agent::permissions::Decision;
 use crate::agent::words;
@@ -268,6 +268,7 @@ impl Tools {
             }
             return ToolOutcome {
                 is_error: !report.ok,
+                attempt: Some(EditAttempt::Planned(Box::new(report.clone()))),
                 ..ToolOutcome::ok(content)
             };
         }
@@ -291,6 +292,7 @@ impl Tools {
                 report_json: crate::feedback::json_report(&report).to_value(),
                 diff,
             }),
+            attempt: Some(EditAttempt::Planned(Box::new(report))),
             ..ToolOutcome::ok(content)
         }
     }

@@ -44,7 +44,7 @@ pub(crate) mod types;
 
 pub use reap::{adopt_orphans, end_descendants};
 use types::Tool;
-pub use types::{EditEvent, Refusal, ToolOutcome, ToolsConfig};
+pub use types::{EditAttempt, EditEvent, Refusal, ToolOutcome, ToolsConfig};
 
 /// What the model has read of one file.
 #[derive(Debug, Clone)]
@@ -156,10 +156,8 @@ impl Tools {
             Tool::Read => self.read(typed!()),
             Tool::Write => self.write(typed!()),
             Tool::Edit => match self.config.format.parse_tool_call(&value) {
-                Ok(patch) => self.apply(&patch),
-                Err(e) => {
-                    ToolOutcome::error(feedback::parse_error(&e, Some(self.config.format.name())))
-                }
+                Ok(patch) => self.attempt(&patch),
+                Err(e) => self.unparsed(e),
             },
             Tool::Bash => self.bash(typed!()).await,
             Tool::Grep => self.grep(typed!()),
@@ -172,12 +170,26 @@ impl Tools {
     /// (permissions, read-before-edit). `None` when the reply holds no edits.
     pub fn apply_text(&mut self, reply: &str) -> Option<ToolOutcome> {
         match self.config.format.parse(reply) {
-            Ok(patch) => Some(self.apply(&patch)),
+            Ok(patch) => Some(self.attempt(&patch)),
             Err(ParseError::NoEdits) => None,
-            Err(e) => Some(ToolOutcome::error(feedback::parse_error(
-                &e,
-                Some(self.config.format.name()),
-            ))),
+            Err(e) => Some(self.unparsed(e)),
+        }
+    }
+
+    /// Applies a parsed edit; its attempt is `Refused` unless the engine planned it.
+    fn attempt(&mut self, patch: &crate::Patch) -> ToolOutcome {
+        let mut outcome = self.apply(patch);
+        if outcome.attempt.is_none() {
+            outcome.attempt = Some(EditAttempt::Refused);
+        }
+        outcome
+    }
+
+    /// The outcome of an edit that could not be parsed.
+    fn unparsed(&self, e: ParseError) -> ToolOutcome {
+        ToolOutcome {
+            attempt: Some(EditAttempt::Unparsed(e.clone())),
+            ..ToolOutcome::error(feedback::parse_error(&e, Some(self.config.format.name())))
         }
     }
 
@@ -255,6 +267,7 @@ fn refuse(tool: Tool, subject: &str, refusal: Refusal) -> ToolOutcome {
         is_error: true,
         edit: None,
         refusal: Some(refusal),
+        attempt: None,
     }
 }
 

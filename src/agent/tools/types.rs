@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::agent::permissions::Denial;
-use crate::{ApplyOptions, Format};
+use crate::{ApplyOptions, ApplyReport, Format, ParseError};
 
 /// Most matching lines `grep` returns.
 pub(crate) const GREP_MAX: usize = 200;
@@ -82,6 +82,25 @@ pub struct ToolOutcome {
     /// Why the permissions stopped the call, when they did. The loop stops a
     /// run on [`Refusal::NoTerminal`] (exit 1: "ask" without a terminal).
     pub refusal: Option<Refusal>,
+    /// What an edit attempt (`edit`, or edits in a text-mode reply) came
+    /// to, as data; `None` for every other call.
+    pub attempt: Option<EditAttempt>,
+}
+
+/// What one edit attempt came to, as data: the benchmark counts failures by
+/// it (never by the words the model reads).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum EditAttempt {
+    /// The edit could not be read in the format.
+    Unparsed(ParseError),
+    /// Stopped before the engine planned it: a permission, a path that is not
+    /// a regular file or is too large, a file not read first, or a commit
+    /// that failed.
+    Refused,
+    /// The engine planned it: its report (`written` says whether files were
+    /// written; `ok` whether every edit was satisfied).
+    Planned(Box<ApplyReport>),
 }
 
 impl ToolOutcome {
@@ -91,6 +110,7 @@ impl ToolOutcome {
             is_error: false,
             edit: None,
             refusal: None,
+            attempt: None,
         }
     }
 

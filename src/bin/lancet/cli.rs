@@ -41,6 +41,9 @@ pub(crate) enum Command {
     /// Run a command as the bash tool would: in the OS sandbox, in the root.
     #[cfg(feature = "agent")]
     Sandbox(crate::sandbox::SandboxArgs),
+    /// The benchmark: tasks × models × formats × modes, through the agent loop.
+    #[cfg(feature = "agent")]
+    Bench(BenchArgs),
 }
 
 /// Every format's command-line name, in [`Format::ALL`]'s order.
@@ -336,4 +339,83 @@ pub(crate) struct RunArgs {
     /// (default: config, else read-only for --permission read-only, else workspace-write).
     #[arg(long, value_name = "MODE", value_parser = crate::sandbox::mode)]
     pub(crate) sandbox: Option<lancet::agent::sandbox::SandboxMode>,
+}
+
+/// `bench --mode`.
+#[cfg(feature = "agent")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum BenchMode {
+    /// Edits through the edit tool.
+    Tool,
+    /// Edits written in the reply.
+    Text,
+    /// Both, as separate jobs.
+    Both,
+}
+
+#[cfg(feature = "agent")]
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub(crate) struct BenchArgs {
+    #[command(subcommand)]
+    pub(crate) command: Option<BenchCommand>,
+    /// Task sources: DIR, react-edit:DIR, editeval:FILE, mutate:DIR[:N].
+    #[arg(short, long = "tasks", value_name = "SOURCE", num_args = 1.., required = true)]
+    pub(crate) tasks: Vec<String>,
+    /// Comma list: openai:NAME, anthropic:NAME, PROFILE:NAME, a bare name, sim:PROFILE, replay:DIR.
+    #[arg(
+        short,
+        long = "models",
+        value_name = "LIST",
+        value_delimiter = ',',
+        required = true
+    )]
+    pub(crate) models: Vec<String>,
+    /// Comma list of formats, or `all`.
+    #[arg(
+        short,
+        long = "formats",
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "all"
+    )]
+    pub(crate) formats: Vec<String>,
+    /// How edits are sent.
+    #[arg(long, value_enum, default_value = "tool")]
+    pub(crate) mode: BenchMode,
+    /// Attempts per task, each after the engine's feedback.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) tries: u32,
+    /// Tasks in flight (default: cores).
+    #[arg(short, long)]
+    pub(crate) jobs: Option<usize>,
+    /// For generated tasks and simulated models.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// The first N tasks of each source.
+    #[arg(long, value_name = "N")]
+    pub(crate) limit: Option<usize>,
+    /// results.jsonl (appended; a rerun skips what is done) and report.json
+    /// (default: .lancet/bench/<timestamp>).
+    #[arg(short, long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
+    /// Run the K-th of N slices of the task list (not built yet).
+    #[arg(long, value_name = "K/N")]
+    pub(crate) shard: Option<String>,
+    /// Write the best format per model into models.toml (not built yet).
+    #[arg(long, value_name = "PATH", num_args = 0..=1, require_equals = true)]
+    pub(crate) recommend: Option<Option<PathBuf>>,
+    /// One JSON event per line on stdout instead of the progress line.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[cfg(feature = "agent")]
+#[derive(Debug, Subcommand)]
+pub(crate) enum BenchCommand {
+    /// Rebuild report.json / report.html from result dirs (not built yet).
+    Report {
+        /// Result directories.
+        dirs: Vec<PathBuf>,
+    },
 }

@@ -250,6 +250,30 @@ pub(crate) enum Error {
     #[cfg(feature = "agent")]
     #[error("interrupted; the session so far is saved (continue with --resume)")]
     Interrupted,
+    /// `bench`: a flag, source or model kind that is not built yet.
+    #[cfg(feature = "agent")]
+    #[error("{what} is not built yet (README.md, \"Benchmark\", lists what is)")]
+    BenchNotBuilt {
+        /// The flag or kind, as given.
+        what: String,
+    },
+    /// `bench` without task sources or models.
+    #[cfg(feature = "agent")]
+    #[error("bench needs {0}")]
+    BenchMissing(&'static str),
+    /// `bench`: a task source cannot be read.
+    #[cfg(feature = "agent")]
+    #[error("task source: {0}")]
+    BenchTasks(#[from] lancet::agent::bench::TaskError),
+    /// `bench`: the results directory cannot be used.
+    #[cfg(feature = "agent")]
+    #[error("{}: {source}", path.display())]
+    BenchOut {
+        /// The file or directory.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
 }
 
 /// Where a setting came from, as an error names it.
@@ -472,6 +496,11 @@ impl Error {
             Error::Provider { .. } => Exit::Provider,
             #[cfg(feature = "agent")]
             Error::Interrupted => Exit::Failed,
+            #[cfg(feature = "agent")]
+            Error::BenchNotBuilt { .. }
+            | Error::BenchMissing(_)
+            | Error::BenchTasks(_)
+            | Error::BenchOut { .. } => Exit::Usage,
         }
     }
 }

@@ -7,6 +7,8 @@
 //! status from it. The command-line contract (flags, exit statuses, the JSON
 //! report) is fixed by DESIGN.md: other tools script it.
 
+#[cfg(feature = "agent")]
+mod bench;
 mod cli;
 mod error;
 #[cfg(feature = "agent")]
@@ -53,6 +55,8 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(&args),
         #[cfg(feature = "agent")]
         Command::Sandbox(args) => Ok(Exit::Sandbox(sandbox::sandbox(args))),
+        #[cfg(feature = "agent")]
+        Command::Bench(args) => bench::bench(&args),
     };
     match result {
         Ok(exit) => exit.into(),

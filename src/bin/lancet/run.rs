@@ -32,25 +32,25 @@ use crate::error::{Error, Exit, Origin, UrlProblem};
 use crate::{style, trust};
 
 /// Everything a run needs, resolved from the layers.
-struct Settings {
-    wire: Wire,
-    base_url: String,
-    api_key: Option<String>,
-    model: String,
+pub(crate) struct Settings {
+    pub(crate) wire: Wire,
+    pub(crate) base_url: String,
+    pub(crate) api_key: Option<String>,
+    pub(crate) model: String,
     format: lancet::Format,
     text_mode: bool,
     mode: Mode,
     max_turns: u32,
     bash_timeout: u64,
     context_window: Option<u64>,
-    sandbox: SandboxMode,
-    sandbox_network: bool,
-    sandbox_writable: Vec<PathBuf>,
+    pub(crate) sandbox: SandboxMode,
+    pub(crate) sandbox_network: bool,
+    pub(crate) sandbox_writable: Vec<PathBuf>,
     // The provider's limits (seconds, bytes), the profile's over the top level's.
-    idle_timeout: Option<u64>,
-    turn_timeout: Option<u64>,
-    max_retries: Option<u32>,
-    max_reply_bytes: Option<u64>,
+    pub(crate) idle_timeout: Option<u64>,
+    pub(crate) turn_timeout: Option<u64>,
+    pub(crate) max_retries: Option<u32>,
+    pub(crate) max_reply_bytes: Option<u64>,
     layer: Layer,
 }
 
@@ -108,7 +108,7 @@ fn parse_layer(text: &str, file: &Path) -> Result<Layer, Error> {
 
 /// The configuration files, merged: the defaults, the user's file, and the
 /// project's `.lancet.toml` as far as the user trusts it.
-fn layers(args: &RunArgs, root: &Path) -> Result<Layer, Error> {
+pub(crate) fn layers(args: &RunArgs, root: &Path) -> Result<Layer, Error> {
     let mut layer = config::defaults();
     let user_file = trust::user_config();
     let mut trusted = Vec::new();
@@ -200,7 +200,7 @@ fn trusts(
     true
 }
 
-fn settings(args: &RunArgs, root: &Path, models: &Models) -> Result<Settings, Error> {
+pub(crate) fn settings(args: &RunArgs, root: &Path, models: &Models) -> Result<Settings, Error> {
     let layer = layers(args, root)?;
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let provider = args
@@ -340,6 +340,19 @@ fn permissions(s: &Settings) -> Result<Permissions, Error> {
         .with(Effect::Allow, parse(&p.allow)?))
 }
 
+/// The provider's configuration from the settings (shared with `bench`).
+pub(crate) fn provider_config(s: &Settings) -> ProviderConfig {
+    let mut pc = ProviderConfig::new(s.wire, s.base_url.clone(), s.model.clone());
+    pc.api_key = s.api_key.clone();
+    pc.idle_timeout = s.idle_timeout.map_or(pc.idle_timeout, Duration::from_secs);
+    pc.turn_timeout = s.turn_timeout.map_or(pc.turn_timeout, Duration::from_secs);
+    pc.retry.max_retries = s.max_retries.unwrap_or(pc.retry.max_retries);
+    pc.max_reply_bytes = s.max_reply_bytes.map_or(pc.max_reply_bytes, |n| {
+        usize::try_from(n).unwrap_or(usize::MAX)
+    });
+    pc
+}
+
 /// Asks on the terminal: the question on stderr, the answer from stdin.
 struct Terminal;
 
@@ -375,14 +388,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
             None
         }
     };
-    let mut pc = ProviderConfig::new(s.wire, s.base_url.clone(), s.model.clone());
-    pc.api_key = s.api_key.clone();
-    pc.idle_timeout = s.idle_timeout.map_or(pc.idle_timeout, Duration::from_secs);
-    pc.turn_timeout = s.turn_timeout.map_or(pc.turn_timeout, Duration::from_secs);
-    pc.retry.max_retries = s.max_retries.unwrap_or(pc.retry.max_retries);
-    pc.max_reply_bytes = s.max_reply_bytes.map_or(pc.max_reply_bytes, |n| {
-        usize::try_from(n).unwrap_or(usize::MAX)
-    });
+    let pc = provider_config(&s);
     let idle = pc.idle_timeout;
     let provider_failed = |source| Error::Provider {
         source: Box::new(source),
@@ -518,6 +524,8 @@ pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
                 "stopped: a call needed your confirmation and there is no terminal (pass --yes, or allow it in .lancet.toml)",
                 style::NOTICE,
             ),
+            // `lancet run` never asks the loop to stop; the benchmark does.
+            Ending::Stopped => ("stopped", style::NOTICE),
         };
         let cost = cost.map(|c| format!(", ${c:.4}")).unwrap_or_default();
         anstream::eprintln!(
@@ -531,13 +539,13 @@ pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
     }
     Ok(match outcome.ending {
         Ending::Answered => Exit::Success,
-        Ending::MaxTurns | Ending::Repeating | Ending::NoTerminal => Exit::Failed,
+        Ending::MaxTurns | Ending::Repeating | Ending::NoTerminal | Ending::Stopped => Exit::Failed,
     })
 }
 
 /// Ctrl-C, SIGTERM or SIGHUP (the terminal closed): each stops the run the
 /// same way, the running command and what it started included.
-async fn interrupted() {
+pub(crate) async fn interrupted() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

@@ -1,0 +1,4 @@
+DEFAULTS = {
+    "debug": False,
+    "jobs": 2,
+}

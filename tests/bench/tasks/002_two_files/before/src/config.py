@@ -1,0 +1,4 @@
+DEFAULTS = {
+    "verbose": False,
+    "jobs": 2,
+}
