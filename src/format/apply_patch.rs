@@ -104,11 +104,16 @@ pub(crate) fn looks_like(input: &str) -> Option<usize> {
     })
 }
 
-/// Drops blank context lines at the end of a chunk: they separate chunks.
-fn trim_blank_tail(c: &mut Chunk) {
-    while matches!(c.lines.last(), Some(HunkLine::Context(t)) if t.is_empty()) {
+/// Drops the bare empty lines (no leading space) at the end of a chunk: they
+/// separate chunks. `bare` counts them; a context line of one space is a
+/// blank line the model quoted (the renderer writes one to make a place
+/// unique) and stays.
+fn trim_blank_tail(c: &mut Chunk, bare: &mut usize) {
+    while *bare > 0 && matches!(c.lines.last(), Some(HunkLine::Context(t)) if t.is_empty()) {
         c.lines.pop();
+        *bare -= 1;
     }
+    *bare = 0;
 }
 
 /// `EOF`, `PATCH`, `END_PATCH`: the word that closes a shell heredoc (not
@@ -126,12 +131,53 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
         .split('\n')
         .map(|l| l.strip_suffix('\r').unwrap_or(l))
         .collect();
+    let mut patch = parse_envelope(input, &lines, 0)?;
+    // Further envelopes in the same reply (one per file, say) are part of the
+    // change: ignoring them would report success for half of it.
+    while let Some(end) = patch.end {
+        let Some(next) = lines[end + 1..]
+            .iter()
+            .position(|l| l.trim() == "*** Begin Patch")
+        else {
+            break;
+        };
+        let more = parse_envelope(input, &lines, end + 1 + next)?;
+        patch.changes.extend(more.changes);
+        for note in more.notes {
+            if !patch.notes.contains(&note) {
+                patch.notes.push(note);
+            }
+        }
+        patch.end = more.end;
+    }
+    if patch.changes.is_empty() {
+        return Err(ParseError::NoEdits);
+    }
+    Ok(Patch {
+        changes: patch.changes,
+        notes: patch.notes,
+    })
+}
+
+/// One envelope's sections and notes, and the line of its `*** End Patch`.
+struct Envelope {
+    changes: Vec<FileChange>,
+    notes: Vec<Warning>,
+    end: Option<usize>,
+}
+
+/// The envelope whose `*** Begin Patch` is the first at or after line `from`
+/// (0-based); from the first section header when there is none.
+fn parse_envelope(input: &str, lines: &[&str], from: usize) -> Result<Envelope, ParseError> {
     let mut notes = Vec::new();
-    let begin = lines.iter().position(|l| l.trim() == "*** Begin Patch");
+    let begin = lines[from..]
+        .iter()
+        .position(|l| l.trim() == "*** Begin Patch")
+        .map(|b| b + from);
     let heredoc = Warning::LenientEnvelope {
         what: "a heredoc wrapper",
     };
-    if begin.is_some_and(|b| lines[..b].iter().any(|l| l.contains("<<"))) {
+    if begin.is_some_and(|b| lines[from..b].iter().any(|l| l.contains("<<"))) {
         notes.push(heredoc.clone());
     }
     if begin.is_some_and(|b| lines[b] != "*** Begin Patch") {
@@ -245,6 +291,8 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
                 end_of_file: false,
                 source_line: start + i + 1,
             };
+            // Bare empty lines at the end of `current` (see `trim_blank_tail`).
+            let mut bare = 0;
             while i < body.len() {
                 let l = body[i];
                 if l.trim_end() == "*** End of File" {
@@ -257,7 +305,7 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
                 }
                 if let Some(anchor) = l.strip_prefix("@@") {
                     // Blank lines before the next `@@` separate chunks; they are not context.
-                    trim_blank_tail(&mut current);
+                    trim_blank_tail(&mut current, &mut bare);
                     if !current.lines.is_empty() {
                         chunks.push(std::mem::replace(
                             &mut current,
@@ -276,6 +324,9 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
                         current.anchors.push(anchor.to_owned());
                     }
                 } else {
+                    if !l.is_empty() {
+                        bare = 0;
+                    }
                     match l.chars().next() {
                         Some(' ') => current.lines.push(HunkLine::Context(l[1..].to_owned())),
                         Some('-') => current.lines.push(HunkLine::Remove(l[1..].to_owned())),
@@ -284,6 +335,7 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
                         None => {
                             if !current.lines.is_empty() {
                                 current.lines.push(HunkLine::Context(String::new()));
+                                bare += 1;
                             }
                         }
                         _ => {
@@ -295,7 +347,7 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
                 }
                 i += 1;
             }
-            trim_blank_tail(&mut current);
+            trim_blank_tail(&mut current, &mut bare);
             if !current.lines.is_empty() || !current.anchors.is_empty() {
                 chunks.push(current);
             }
@@ -316,10 +368,11 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
             return Err(ParseError::BadPatchLine { line: at });
         }
     }
-    if changes.is_empty() {
-        return Err(ParseError::NoEdits);
-    }
-    Ok(Patch { changes, notes })
+    Ok(Envelope {
+        changes,
+        notes,
+        end,
+    })
 }
 
 // ------------------------------------------------------------------ resolving
