@@ -389,6 +389,11 @@ fn python_indentation(doc: &Document) -> Vec<Span> {
                 }
             } else if width > top {
                 issues.push(issue(i, "IndentationError: unexpected indent"));
+                // Recover as if a block had opened there: the lines after it
+                // at the same depth are one error, not one each (a fragment
+                // indented throughout, saved alone, has a single old error
+                // that every added line would otherwise repeat as new).
+                stack.push(width);
             } else if width < top {
                 while stack.last().is_some_and(|&t| t > width) {
                     stack.pop();
