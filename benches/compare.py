@@ -21,7 +21,9 @@ formats it is made in):
                content (`12:ABC|code`)                            (udiff, hashline)
   shifted-top  the filler above line 1 (only when no hunk starts at line 1)
                                                                   (udiff, hashline)
-  zero-mid, zero-top   the -U0 diff on the shifted inputs        (udiff)
+  zero-mid, zero-top   the -U0 diff on the shifted inputs; determined only when
+               every hunk has old lines, found once in the input below the
+               filler                                             (udiff)
   dedent       lost indentation: each hunk with a common indentation loses
                one level (a tab, or up to 4 spaces) on every line, old and
                new                                                (udiff, sr, apply-patch)
@@ -58,7 +60,7 @@ that only toggles it is skipped.
 Determined: a case is "determined" when the input decides the answer. udiff
 and whole: always (line numbers; the whole text), except an ambiguous udiff
 whose duplicate went above a hunk (its line numbers are then stale and the
-text is in two places). search/replace and apply_patch: every hunk's old
+text is in two places) and the zero-mid/zero-top rule above. search/replace and apply_patch: every hunk's old
 lines occur exactly once in the pre-image (exactly for exact, typo, crlf,
 no-eol, elision; with whitespace runs collapsed for whitespace and dedent).
 hashline: no echo needed for exact/crlf/no-eol; shifted needs every edit to
@@ -511,11 +513,12 @@ def plan(change: Change, u3: bytes, u0: bytes, args) -> list[Spec]:
         if want(f"shifted-{where}", "udiff"):
             add(f"shifted-{where}", "udiff", inp, fmt.render_udiff(header3, h3), exp, True, note=note)
         if want(f"zero-{where}", "udiff"):
-            # Hunks below the filler have stale numbers and no context: only their old
-            # lines, found once in the input, can place them (a pure insertion cannot).
+            # Without context, a hunk is placed by its old lines (found once in the input)
+            # or, above the filler, by its line number; a pure insertion has no old lines,
+            # and nothing in a shifted input says its number is still right.
             in_l = text_lines(inp)
-            det0 = all(h.old_range0()[0] < line - 1
-                       or (h.old_count() and mis.occurrences(in_l, h.old()) == 1) for h in h0)
+            det0 = all(h.old_count() and (h.old_range0()[0] < line - 1
+                                          or mis.occurrences(in_l, h.old()) == 1) for h in h0)
             add(f"zero-{where}", "udiff", inp, fmt.render_udiff(header0, h0), exp, det0, zero=True,
                 note=note)
         if want(f"shifted-{where}", "hashline") and view is not None:
