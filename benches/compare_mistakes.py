@@ -142,9 +142,13 @@ def typo(hunks: list[Hunk], rng: random.Random, tags: str, file_lines: set[str])
     return out if done else None
 
 
-def counts(hunks: list[Hunk], rng: random.Random) -> list[Hunk]:
+def counts(hunks: list[Hunk], rng: random.Random) -> list[Hunk] | None:
     out = copy.deepcopy(hunks)
-    picked = [h for h in out if rng.random() < 0.5] or [rng.choice(out)]
+    # A count of 0 says where a pure insertion or deletion goes: it is left alone.
+    countable = [h for h in out if h.old_count() and h.new_count()]
+    if not countable:
+        return None
+    picked = [h for h in countable if rng.random() < 0.5] or [rng.choice(countable)]
     for h in picked:
         oc, nc = h.old_count(), h.new_count()
         which = rng.choice(["old", "new", "both"])
