@@ -14,6 +14,8 @@ formats it is made in):
                hashline directive per -U0 hunk (anchors without echo); the
                whole new file                                     (all five)
   zero-exact   the `-U0` diff on the pre-image                    (udiff)
+  echo         hashline anchors with the line's content echoed after `|`, as
+               a model copies them from the view; the file as read (hashline)
   shifted-mid  stale line numbers: 7 filler lines inserted at a pseudo-random
                line boundary strictly outside (not inside, not adjacent to)
                every -U3 hunk and above the last one, so at least the last
@@ -139,6 +141,7 @@ QUOTED = ("udiff", "search-replace", "apply-patch")
 VARIANT_FORMATS = {
     "exact": ALL,
     "zero-exact": ("udiff",),
+    "echo": ("hashline",),
     "shifted-mid": ("udiff", "hashline"),
     "shifted-top": ("udiff", "hashline"),
     "zero-mid": ("udiff",),
@@ -156,6 +159,7 @@ VARIANTS = tuple(VARIANT_FORMATS)
 VARIANT_DOC = {
     "exact": "no mistake",
     "zero-exact": "-U0 diff",
+    "echo": "hashline anchors echo their line (`12:ABC|code`), file as read",
     "shifted-mid": "7 lines inserted between/above hunks (hashline: echoed anchors)",
     "shifted-top": "7 lines inserted above line 1 (hashline: echoed anchors)",
     "zero-mid": "-U0 diff, shifted-mid input",
@@ -503,6 +507,8 @@ def plan(change: Change, u3: bytes, u0: bytes, args) -> list[Spec]:
         add(v, "hashline", pre, fmt.render_hashline(path, fmt.hashline_edits(h0, view, False)), post, True)
     if want(v, "whole"):
         add(v, "whole", pre, fmt.render_whole(path, post), post, True)
+    if want("echo", "hashline") and view is not None:
+        add("echo", "hashline", pre, fmt.render_hashline(path, fmt.hashline_edits(h0, view, True)), post, True)
     if want("zero-exact", "udiff"):
         add("zero-exact", "udiff", pre, fmt.render_udiff(header0, h0), post, True, zero=True)
 
@@ -785,6 +791,8 @@ def bar(counts, v) -> list[str]:
 
 def table(title: str, counts: dict, variants, with_bar: bool) -> str:
     cols = [c for c in COLUMNS if any(sum(counts[v][c].values()) for v in variants)]
+    if not cols:
+        return f"### {title}\n\nnone\n"
     lines = [f"### {title}", "",
              "| variant | " + " | ".join(COLUMN_NAME[c] for c in cols) + (" | lancet bar |" if with_bar else " |"),
              "|---|" + "---:|" * len(cols) + ("---|" if with_bar else "")]
