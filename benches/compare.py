@@ -31,7 +31,8 @@ formats it is made in):
                new                                                (udiff, sr, apply-patch)
   whitespace   in quoted lines (context and `-`) only: trailing whitespace
                added or removed, leading tabs as 4 spaces or 4 spaces as a
-               tab; REPLACE keeps the true text                  (udiff, sr, apply-patch)
+               tab; REPLACE keeps the true text; not determined when a drifted
+               `-` line became one of the hunk's new lines     (udiff, sr, apply-patch)
   typo         1-2 characters substituted or deleted in 1-2 quoted lines, never
                blank, never equal to a line of the file: in any SEARCH line for
                search/replace (REPLACE keeps the true text), in context lines
@@ -474,7 +475,13 @@ def plan(change: Change, u3: bytes, u0: bytes, args) -> list[Spec]:
     uniq_exact = unique(h3)
     specs: list[Spec] = []
 
+    # Only udiff can say "add/remove the final newline"; a change that does nothing else
+    # cannot be written in the other formats (SEARCH would equal REPLACE).
+    expressible = keep_eol_state(pre, post) != pre
+
     def add(v, f, inp, edit, expected, determined, zero=False, note=""):
+        if f != "udiff" and not expressible:
+            return
         if f != "udiff" and expected is not None:
             expected = keep_eol_state(inp, expected)
             if expected == inp:
@@ -545,7 +552,11 @@ def plan(change: Change, u3: bytes, u0: bytes, args) -> list[Spec]:
     if any(want("whitespace", f) for f in QUOTED):
         w = mis.whitespace(h3, rng("whitespace"))
         if w is not None:
-            quoted_formats("whitespace", pre, post, w, h3, w, unique(h3, mis.norm_space))
+            # A `-` line drifted into one of the hunk's `+` lines (trailing whitespace
+            # stripped where stripping it was the change) no longer says it changes.
+            said = all(not (dl.tag == "-" and dl.text != ol.text and dl.text in h.new())
+                       for hw, h in zip(w, h3) for dl, ol in zip(hw.lines, h.lines))
+            quoted_formats("whitespace", pre, post, w, h3, w, said and unique(h3, mis.norm_space))
 
     # typos: context lines for udiff/apply-patch, any SEARCH line for search/replace
     if any(want("typo", f) for f in QUOTED):
