@@ -96,8 +96,10 @@ is "refused as it should" and applying anywhere is wrong.
 Bar, per variant and lancet format, on determined cases: wrong on none, and
 correct (or refused as it should) on at least the share of cases the better of
 patch and git apply gets on that variant's unified diff (for udiff itself: at
-least as many cases). Exit status 0 when lancet is wrong on no case at all
-(determined or not) and meets the bar everywhere, 1 otherwise.
+least as many cases). Exit status 0 when lancet meets the bar everywhere (so is
+wrong on no determined case), 1 otherwise. Wrong results on cases that are not
+determined are counted in their own table and saved, but do not fail the run:
+there the real post-image is one answer among others the input allows.
 
 Output: per repository a table variant x tool/format -> correct / refused /
 wrong on stdout and in --out (markdown), a summary of lancet's failures by
@@ -892,9 +894,9 @@ def compare_repo(repo: Path, args, md: list[str]) -> bool:
     else:
         md.append("No case where lancet is wrong or refuses a determined case.\n")
     md.append(f"_{time.time() - t0:.0f} s, {args.jobs} jobs._\n")
-    wrong_any = any(det[v][c]["wrong"] + undet[v][c]["wrong"] for v in VARIANTS for c in COLUMNS
-                    if c[0] == "lancet")
-    return not wrong_any and all(not bar(det, v) for v in VARIANTS)
+    # Only determined cases count: where the input does not decide the answer, a result
+    # other than the real post-image is not evidence of a wrong placement (it is listed).
+    return all(not bar(det, v) for v in VARIANTS)
 
 
 # ------------------------------------------------------------------ stdlib corpus

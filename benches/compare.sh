@@ -24,7 +24,7 @@
 #
 # Default repository: this project (--repo also takes a bare git directory).
 # Needs git, GNU patch and python3 (3.9+, stdlib only). Exit status 0 when
-# lancet is wrong on no case and meets its bar on every variant and format
+# lancet is wrong on no determined case and meets its bar on every variant and format
 # (on determined cases: correct on at least the share the better of patch and
 # git apply gets on the same variant's unified diff), 1 otherwise.
 set -euo pipefail
