@@ -1,51 +1,112 @@
 #!/usr/bin/env python3
-"""Replays real file changes from git history through lancet, GNU patch and git apply.
+"""Replays real file changes from git history through lancet (every edit format), GNU patch and git apply.
 
 For every (commit, file) change with a pre-image (modifications of regular text
 files; creations, deletions, binaries, symlinks and files over --max-bytes are
-skipped), the diff is made by `git diff` (git format: `diff --git`, `index`
-lines, a/ b/ prefixes) and applied by each tool in a fresh temporary directory
-to one of these inputs:
+skipped), the change is rendered in each of lancet's edit formats
+(benches/compare_formats.py), with or without one of the mistakes models make
+(benches/compare_mistakes.py, seeded by commit, path and variant), and applied
+by each tool in a fresh temporary directory. Variants (a mistake each; the
+formats it is made in):
 
-  exact          the pre-image, the `-U3` diff
-  shifted-mid    the pre-image with 7 filler lines inserted at a pseudo-random
-                 line boundary (seeded by commit and path) that is strictly
-                 outside (not inside and not adjacent to) every hunk's old
-                 range of the -U3 diff and above the last hunk, so the last
-                 hunk at least, and every hunk after the filler, has stale
-                 line numbers; the diff is the same -U3 diff
-  shifted-top    the filler inserted above line 1, so every hunk is stale;
-                 only when the first hunk does not start at line 1 (a hunk at
-                 line 1 would have the filler adjacent to it)
-  zero-exact     the `-U0` diff on the pre-image
-  zero-mid       the `-U0` diff on the shifted-mid input
-  zero-top       the `-U0` diff on the shifted-top input
+  exact        no mistake: the -U3 git diff; one SEARCH/REPLACE block per -U3
+               hunk; one bare-`@@` apply_patch chunk per -U3 hunk; one
+               hashline directive per -U0 hunk (anchors without echo); the
+               whole new file                                     (all five)
+  zero-exact   the `-U0` diff on the pre-image                    (udiff)
+  echo         hashline anchors with the line's content echoed after `|`, as
+               a model copies them from the view; the file as read (hashline)
+  shifted-mid  stale line numbers: 7 filler lines inserted at a pseudo-random
+               line boundary strictly outside (not inside, not adjacent to)
+               every -U3 hunk and above the last one, so at least the last
+               hunk is stale; hashline anchors echo the old line and its
+               content (`12:ABC|code`)                            (udiff, hashline)
+  shifted-top  the filler above line 1 (only when no hunk starts at line 1)
+                                                                  (udiff, hashline)
+  zero-mid, zero-top   the -U0 diff on the shifted inputs; determined only when
+               every hunk has old lines, found once in the input below the
+               filler                                             (udiff)
+  dedent       lost indentation: each hunk with a common indentation loses
+               one level (a tab, or up to 4 spaces) on every line, old and
+               new                                                (udiff, sr, apply-patch)
+  whitespace   in quoted lines (context and `-`) only: trailing whitespace
+               added or removed, leading tabs as 4 spaces or 4 spaces as a
+               tab; REPLACE keeps the true text; not determined when a drifted
+               `-` line became one of the hunk's new lines     (udiff, sr, apply-patch)
+  typo         1-2 characters substituted or deleted in 1-2 quoted lines, never
+               blank, never equal to a line of the file: in any SEARCH line for
+               search/replace (REPLACE keeps the true text), in context lines
+               only for udiff and apply_patch (there `-` lines are held to the
+               file by design)                                    (udiff, sr, apply-patch)
+  counts       `@@` counts off by one or two                      (udiff)
+  crlf         the file has CRLF endings (pre- and post-image converted; only
+               files without any CR), the edit is written with LF (all five)
+  no-eol       the pre- and post-image lack their final newline, the edit is
+               written as if they had it; only changes whose last -U3 hunk
+               reaches the last line                              (all five)
+  ambiguous    one hunk's old lines (its -U3 context and `-` lines) copied to a
+               line boundary strictly outside every hunk, after the last hunk
+               when there is room: search/replace and apply_patch (no line
+               numbers, no `@@` anchor) must refuse ("refused as it should");
+               a unified diff still has its line numbers, so it must apply
+               (udiff, sr, apply-patch)
+  elision      one SEARCH/REPLACE block spanning every hunk, the unchanged
+               stretches between hunks written `...` (search-replace.md
+               §5.2); only changes with 2 hunks or more             (sr)
 
-The filler is 7 comment-like lines with a per-case tag (so they occur nowhere
-else), ending like the line they precede (LF or CRLF). The expected result of a
-shifted input is the real post-image with the same filler inserted at the
-matching place (the position shifted by the line delta of the hunks above it).
-Because the filler is strictly outside every -U3 hunk, it is also strictly
-outside every -U0 hunk, including pure insertions, so the expected result is
-never ambiguous.
+The expected image is the real post-image with the same insertion (filler,
+duplicate) or conversion (CRLF, no final newline) as the input. Search/replace,
+apply_patch, hashline and whole cannot say "add/remove the final newline": for
+them the expected image keeps the input's final-newline state, and a change
+that only toggles it is skipped.
+
+Determined: a case is "determined" when the input decides the answer. udiff
+and whole: always (line numbers; the whole text), except an ambiguous udiff
+whose duplicate went above a hunk (its line numbers are then stale and the
+text is in two places) and the zero-mid/zero-top rule above. search/replace and apply_patch: every hunk's old
+lines occur exactly once in the pre-image (exactly for exact, typo, crlf,
+no-eol, elision; with whitespace runs collapsed for whitespace and dedent).
+hashline: no echo needed for exact/crlf/no-eol; shifted needs every edit to
+have one decisive anchor (its echoed content informative and once within
+±20 lines of the stated line in the input). Tables count determined cases;
+the others are counted in a table of their own.
 
 Tools (each in its own fresh directory, the file written with its git mode):
 
-  patch   GNU patch: `patch -p1 --batch --forward -i DIFF` (default fuzz 2)
-  git     `git init -q` then `git apply -p1 DIFF`; for the -U0 variants with
-          `--unidiff-zero`, without which git apply refuses every zero-context
-          hunk by design
-  lancet  `lancet apply -p1 -C DIR DIFF`
+  patch   GNU patch: `patch -p1 --batch --forward -i DIFF` (default fuzz 2), udiff only
+  git     `git init -q` then `git apply -p1 DIFF` (defaults; `--unidiff-zero`
+          for the -U0 variants, without which git apply refuses every
+          zero-context hunk by design), udiff only
+  lancet  `lancet apply --format F --no-undo --syntax off -C DIR EDIT` (`-p1`
+          for udiff, `--file PATH` for search-replace and whole); the syntax
+          guard is off unless --syntax says otherwise: the bench measures
+          placement, and the filler and copied lines it inserts are not valid
+          code in every language (benches/syntax_replay.sh measures the guard)
+
+For the formats other than udiff there is no peer tool: the patch and git
+columns of the same row, on the unified diff with the same mistake, are the
+reference ("would a diff have done better?").
 
 Each result is `correct` (the file equals the expected image byte for byte),
 `refused` (non-zero exit and the file unchanged) or `wrong` (anything else:
-exit 0 with another result, or a non-zero exit that changed the file, e.g.
-patch applying some hunks and rejecting others).
+exit 0 with another result, or a non-zero exit that changed the file). Where
+the answer is a refusal (ambiguous search/replace and apply_patch), a refusal
+is "refused as it should" and applying anywhere is wrong.
 
-Output: a table variant x tool -> correct / refused / wrong on stdout and in
---out (markdown), and every case where lancet is wrong, or refused while
-another tool is correct, listed and saved under --cases-dir (the input file,
-the diff, the expected file, each tool's result and output, and a README).
+Bar, per variant and lancet format, on determined cases: wrong on none, and
+correct (or refused as it should) on at least the share of cases the better of
+patch and git apply gets on that variant's unified diff (for udiff itself: at
+least as many cases). Exit status 0 when lancet meets the bar everywhere (so is
+wrong on no determined case), 1 otherwise. Wrong results on cases that are not
+determined are counted in their own table and saved, but do not fail the run:
+there the real post-image is one answer among others the input allows.
+
+Output: per repository a table variant x tool/format -> correct / refused /
+wrong on stdout and in --out (markdown), a summary of lancet's failures by
+kind, and every case where lancet is wrong, or refuses a determined case,
+saved under --cases-dir/REPO/ (input, edit, expected, lancet's result and
+output, a README with the reason and the one `lancet apply` command that
+reproduces it).
 
 `--build-stdlib-repo DIR` builds a second corpus when no long git history is
 on the machine: a linear history whose commits are the pure-Python standard
@@ -60,8 +121,8 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as cf
 import hashlib
-import json
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -71,17 +132,58 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import compare_formats as fmt  # noqa: E402
+import compare_mistakes as mis  # noqa: E402
+
 FILLER_LINES = 7
-TOOLS = ("patch", "git", "lancet")
-VARIANTS = ("exact", "shifted-mid", "shifted-top", "zero-exact", "zero-mid", "zero-top")
+FORMATS = ("udiff", "search-replace", "apply-patch", "hashline", "whole")
+ALL = FORMATS
+QUOTED = ("udiff", "search-replace", "apply-patch")
+VARIANT_FORMATS = {
+    "exact": ALL,
+    "zero-exact": ("udiff",),
+    "echo": ("hashline",),
+    "shifted-mid": ("udiff", "hashline"),
+    "shifted-top": ("udiff", "hashline"),
+    "zero-mid": ("udiff",),
+    "zero-top": ("udiff",),
+    "dedent": QUOTED,
+    "whitespace": QUOTED,
+    "typo": QUOTED,
+    "counts": ("udiff",),
+    "crlf": ALL,
+    "no-eol": ALL,
+    "ambiguous": QUOTED,
+    "elision": ("search-replace",),
+}
+VARIANTS = tuple(VARIANT_FORMATS)
 VARIANT_DOC = {
-    "exact": "-U3 diff, pre-image as is",
-    "shifted-mid": "-U3 diff, 7 lines inserted between/above hunks (random gap)",
-    "shifted-top": "-U3 diff, 7 lines inserted above line 1",
-    "zero-exact": "-U0 diff, pre-image as is",
+    "exact": "no mistake",
+    "zero-exact": "-U0 diff",
+    "echo": "hashline anchors echo their line (`12:ABC|code`), file as read",
+    "shifted-mid": "7 lines inserted between/above hunks (hashline: echoed anchors)",
+    "shifted-top": "7 lines inserted above line 1 (hashline: echoed anchors)",
     "zero-mid": "-U0 diff, shifted-mid input",
     "zero-top": "-U0 diff, shifted-top input",
+    "dedent": "quoted and new lines lost one indentation level",
+    "whitespace": "trailing whitespace / tabs vs spaces drift in quoted lines",
+    "typo": "1-2 characters wrong in 1-2 quoted lines",
+    "counts": "`@@` counts off by 1-2",
+    "crlf": "CRLF file, LF edit",
+    "no-eol": "file without final newline, edit written as if it had one",
+    "ambiguous": "a hunk's old lines copied elsewhere (sr, apply-patch must refuse)",
+    "elision": "one block over all hunks, `...` between",
 }
+# Table columns: (tool, format).
+COLUMNS = (("lancet", "udiff"), ("patch", "udiff"), ("git", "udiff"), ("lancet", "search-replace"),
+           ("lancet", "apply-patch"), ("lancet", "hashline"), ("lancet", "whole"))
+COLUMN_NAME = {("lancet", "udiff"): "lancet udiff", ("patch", "udiff"): "patch",
+               ("git", "udiff"): "git apply", ("lancet", "search-replace"): "lancet sr",
+               ("lancet", "apply-patch"): "lancet apply-patch", ("lancet", "hashline"): "lancet hashline",
+               ("lancet", "whole"): "lancet whole"}
+VERDICTS = ("correct", "refused", "wrong", "refused-ok")
 HUNK_RE = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 GIT = ["git", "-c", "core.quotepath=true", "-c", "diff.noprefix=false",
        "-c", "diff.mnemonicprefix=false", "-c", "diff.relative=false",
@@ -271,47 +373,308 @@ def shifted(change: Change, u3: bytes, where: str):
     return insert_at(pre, pos, block), insert_at(post, new_pos, block), pos + 1
 
 
+# ------------------------------------------------------------------ plans
+
+
+@dataclass
+class Spec:
+    """One edit of one change in one format, with or without a mistake."""
+    variant: str
+    format: str
+    input: bytes
+    edit: bytes
+    expected: bytes | None  # None: the right answer is a refusal
+    determined: bool
+    zero: bool = False      # a -U0 diff (git apply needs --unidiff-zero)
+    note: str = ""
+
+
+def text_lines(data: bytes) -> list[str]:
+    """The lines of a file as text, without their "\\n" (a CR stays)."""
+    lines = fmt.dec(data).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def keep_eol_state(inp: bytes, expected: bytes) -> bytes:
+    """The expected image of a format that cannot change the final newline."""
+    if not inp or not expected:
+        return expected
+    if inp.endswith(b"\n") and not expected.endswith(b"\n"):
+        return expected + (b"\r\n" if inp.endswith(b"\r\n") else b"\n")
+    if not inp.endswith(b"\n") and expected.endswith(b"\n"):
+        return expected[:-2] if expected.endswith(b"\r\n") else expected[:-1]
+    return expected
+
+
+def duplicate(change: Change, u3: bytes, hunks: list, rng: random.Random):
+    """(input, expected, duplicate line, after the last hunk?) with one hunk's old lines copied."""
+    pre, post = split_lines(change.pre), split_lines(change.post)
+    ranges = hunk_ranges(u3)
+    k = rng.randrange(len(hunks))
+    s, c = hunks[k].old_range0()
+    if c == 0:
+        return None
+    block = b"".join(pre[s:s + c])
+    eol = b"\r\n" if block.endswith(b"\r\n") else b"\n"
+    if not block.endswith(b"\n"):
+        block += eol
+    allowed = [p for p in range(0, len(pre) + 1)
+               if all(p < hs or p > hs + hc for hs, hc, _, _ in ranges)
+               and (p < len(pre) or change.pre.endswith(b"\n"))]
+    if not allowed:
+        return None
+    last_end = ranges[-1][0] + ranges[-1][1]
+    below = [p for p in allowed if p > last_end]
+    pool = below or allowed
+    pos = pool[rng.randrange(len(pool))]
+    new_pos = pos + sum(nc - oc for hs, oc, _, nc in ranges if hs + oc < pos)
+    return insert_at(pre, pos, block), insert_at(post, new_pos, block), pos + 1, bool(below), k
+
+
+def hashline_view(lancet: str, pre: bytes):
+    with tempfile.TemporaryDirectory(prefix="cmp-view-") as tmp:
+        f = Path(tmp) / "f"
+        f.write_bytes(pre)
+        rc, out, _ = run([lancet, "view", "--format", "hashline", str(f)])
+    return fmt.parse_view(out) if rc == 0 else None
+
+
+def decisive(edits, inp: bytes, view) -> bool:
+    """Every hashline edit has an anchor whose echoed content stands once within ±20 lines."""
+    lines = [l.rstrip() for l in text_lines(inp)]
+    for e in edits:
+        ok = False
+        for n in e.anchors:
+            content = view[n - 1][1].rstrip()
+            if not fmt.informative(content):
+                continue
+            lo, hi = max(0, n - 21), min(len(lines), n + 20)
+            if sum(1 for l in lines[lo:hi] if l == content) == 1:
+                ok = True
+                break
+        if not ok and e.anchors:
+            return False
+    return True
+
+
+def plan(change: Change, u3: bytes, u0: bytes, args) -> list[Spec]:
+    """Every (variant, format) edit of this change that the filters keep."""
+    want = lambda v, f: v in args.variants and f in args.formats and f in VARIANT_FORMATS[v]  # noqa: E731
+    pre, post, path = change.pre, change.post, change.path
+    header3, h3 = fmt.parse_diff(u3)
+    header0, h0 = fmt.parse_diff(u0)
+    if not h3 or not h0:
+        return []
+    pre_l = text_lines(pre)
+    pre_set = {mis.norm_exact(l).rstrip() for l in pre_l}
+    n_pre = len(pre_l)
+    rng = lambda v: random.Random(seed_of(change.commit, path, v))  # noqa: E731
+    # A hunk whose old lines are all blank cannot be quoted so that it is found once.
+    unique = lambda hs, norm=mis.norm_exact: all(  # noqa: E731
+        mis.occurrences(pre_l, h.old(), norm) == 1 and any(l.strip() for l in h.old()) for h in hs)
+    uniq_exact = unique(h3)
+    specs: list[Spec] = []
+
+    # Only udiff can say "add/remove the final newline"; a change that does nothing else
+    # cannot be written in the other formats (SEARCH would equal REPLACE).
+    expressible = keep_eol_state(pre, post) != pre
+
+    def add(v, f, inp, edit, expected, determined, zero=False, note=""):
+        if f != "udiff" and not expressible:
+            return
+        if f != "udiff" and expected is not None:
+            expected = keep_eol_state(inp, expected)
+            if expected == inp:
+                return  # only the final newline changed: not expressible in this format
+        specs.append(Spec(v, f, inp, edit, expected, determined, zero, note))
+
+    view = None
+    if "hashline" in args.formats and any(want(v, "hashline") for v in VARIANTS):
+        view = hashline_view(args.lancet, pre)
+        if view is not None and len(view) != n_pre:
+            view = None
+
+    def quoted_formats(v, inp, expected, hunks_q, hunks_sr, sr_quoted, determined_q, note=""):
+        """udiff + apply-patch from hunks_q, search/replace from hunks_sr (SEARCH from sr_quoted)."""
+        if hunks_q is not None:
+            if want(v, "udiff"):
+                add(v, "udiff", inp, fmt.render_udiff(header3, hunks_q), expected, True, note=note)
+            if want(v, "apply-patch"):
+                add(v, "apply-patch", inp, fmt.render_apply_patch(path, hunks_q, n_pre), expected,
+                    determined_q, note=note)
+        if hunks_sr is not None and want(v, "search-replace"):
+            add(v, "search-replace", inp,
+                fmt.render_search_replace(path, hunks_sr, [h.old() for h in sr_quoted] if sr_quoted else None),
+                expected, determined_q, note=note)
+
+    # exact
+    v = "exact"
+    quoted_formats(v, pre, post, h3, h3, None, uniq_exact)
+    if want(v, "hashline") and view is not None:
+        add(v, "hashline", pre, fmt.render_hashline(path, fmt.hashline_edits(h0, view, False)), post, True)
+    if want(v, "whole"):
+        add(v, "whole", pre, fmt.render_whole(path, post), post, True)
+    if want("echo", "hashline") and view is not None:
+        add("echo", "hashline", pre, fmt.render_hashline(path, fmt.hashline_edits(h0, view, True)), post, True)
+    if want("zero-exact", "udiff"):
+        add("zero-exact", "udiff", pre, fmt.render_udiff(header0, h0), post, True, zero=True)
+
+    # stale line numbers
+    for where in ("mid", "top"):
+        s = shifted(change, u3, where)
+        if s is None:
+            continue
+        inp, exp, line = s
+        note = f"filler inserted before input line {line}"
+        if want(f"shifted-{where}", "udiff"):
+            add(f"shifted-{where}", "udiff", inp, fmt.render_udiff(header3, h3), exp, True, note=note)
+        if want(f"zero-{where}", "udiff"):
+            # Without context, a hunk is placed by its old lines (found once in the input)
+            # or, above the filler, by its line number; a pure insertion has no old lines,
+            # and nothing in a shifted input says its number is still right.
+            in_l = text_lines(inp)
+            det0 = all(h.old_count() and (h.old_range0()[0] < line - 1
+                                          or mis.occurrences(in_l, h.old()) == 1) for h in h0)
+            add(f"zero-{where}", "udiff", inp, fmt.render_udiff(header0, h0), exp, det0, zero=True,
+                note=note)
+        if want(f"shifted-{where}", "hashline") and view is not None:
+            edits = fmt.hashline_edits(h0, view, True)
+            add(f"shifted-{where}", "hashline", inp, fmt.render_hashline(path, edits), exp,
+                decisive(edits, inp, view), note=note)
+
+    # lost indentation: old and new lines alike
+    if any(want("dedent", f) for f in QUOTED):
+        d = mis.dedent(h3)
+        if d is not None:
+            quoted_formats("dedent", pre, post, d, d, None, unique(h3, mis.norm_space))
+
+    # whitespace drift in quoted lines
+    if any(want("whitespace", f) for f in QUOTED):
+        w = mis.whitespace(h3, rng("whitespace"))
+        if w is not None:
+            # A `-` line drifted into one of the hunk's `+` lines (trailing whitespace
+            # stripped where stripping it was the change) no longer says it changes.
+            said = all(not (dl.tag == "-" and dl.text != ol.text and dl.text in h.new())
+                       for hw, h in zip(w, h3) for dl, ol in zip(hw.lines, h.lines))
+            quoted_formats("whitespace", pre, post, w, h3, w, said and unique(h3, mis.norm_space))
+
+    # typos: context lines for udiff/apply-patch, any SEARCH line for search/replace
+    if any(want("typo", f) for f in QUOTED):
+        t_ctx = mis.typo(h3, rng("typo-context"), " ", pre_set)
+        t_sr = mis.typo(h3, rng("typo-search"), " -", pre_set)
+        quoted_formats("typo", pre, post, t_ctx, h3 if t_sr is not None else None, t_sr, uniq_exact)
+
+    if want("counts", "udiff"):
+        wrong_counts = mis.counts(h3, rng("counts"))
+        if wrong_counts is not None:
+            add("counts", "udiff", pre, fmt.render_udiff(header3, wrong_counts), post, True)
+
+    # CRLF file, LF edit
+    if b"\r" not in pre and b"\r" not in post and pre:
+        cin, cexp = pre.replace(b"\n", b"\r\n"), post.replace(b"\n", b"\r\n")
+        quoted_formats("crlf", cin, cexp, h3, h3, None, uniq_exact)
+        if want("crlf", "hashline") and view is not None:
+            add("crlf", "hashline", cin, fmt.render_hashline(path, fmt.hashline_edits(h0, view, False)),
+                cexp, True)
+        if want("crlf", "whole"):
+            add("crlf", "whole", cin, fmt.render_whole(path, post), cexp, True)
+
+    # no final newline, edit written as if there were one
+    last_s, last_c = h3[-1].old_range0()
+    if (pre.endswith(b"\n") and post.endswith(b"\n") and last_s + last_c == n_pre
+            and not pre.endswith(b"\r\n") and pre[:-1] and post[:-1]
+            and not pre[:-1].endswith(b"\n") and not post[:-1].endswith(b"\n")):
+        nin, nexp = pre[:-1], post[:-1]
+        quoted_formats("no-eol", nin, nexp, h3, h3, None, uniq_exact)
+        if want("no-eol", "hashline") and view is not None:
+            add("no-eol", "hashline", nin, fmt.render_hashline(path, fmt.hashline_edits(h0, view, False)),
+                nexp, True)
+        if want("no-eol", "whole"):
+            add("no-eol", "whole", nin, fmt.render_whole(path, post), nexp, True)
+
+    # ambiguity: one hunk's old lines copied outside every hunk
+    if any(want("ambiguous", f) for f in QUOTED):
+        dup = duplicate(change, u3, h3, rng("ambiguous"))
+        if dup is not None:
+            inp, exp, line, below, k = dup
+            note = f"copy of a hunk's old lines inserted before input line {line}"
+            if want("ambiguous", "udiff"):
+                add("ambiguous", "udiff", inp, fmt.render_udiff(header3, h3), exp, below, note=note)
+            if want("ambiguous", "apply-patch"):
+                # `*** End of File` settles a chunk that ends the file (apply-patch.md §3.4).
+                s_k, c_k = h3[k].old_range0()
+                add("ambiguous", "apply-patch", inp, fmt.render_apply_patch(path, h3, n_pre),
+                    exp if s_k + c_k == n_pre else None, True, note=note)
+            if want("ambiguous", "search-replace"):
+                add("ambiguous", "search-replace", inp, fmt.render_search_replace(path, h3), None, True,
+                    note=note)
+
+    if want("elision", "search-replace") and len(h3) >= 2:
+        add("elision", "search-replace", pre, fmt.render_search_replace_elided(path, h3), post, uniq_exact)
+    return specs
+
+
 # ------------------------------------------------------------------ tools
 
 
 @dataclass
 class Outcome:
-    verdict: str  # correct / refused / wrong
+    verdict: str  # correct / refused / wrong / refused-ok
     rc: int
     out: bytes
     result: bytes | None
-    rej: bool = False
+    cmd: list = field(default_factory=list)
 
 
-def apply_tool(tool: str, lancet: str, path: str, mode: str, pre: bytes, diff: bytes,
-               expected: bytes, zero: bool) -> Outcome:
+EDIT_NAME = {"udiff": "edit.diff", "search-replace": "edit.md", "apply-patch": "edit.patch",
+             "hashline": "edit.hashline", "whole": "edit.md"}
+
+
+SYNTAX: list[str] = []  # ["--syntax", MODE] when lancet has the guard (set in main)
+
+
+def lancet_args(spec: Spec, path: str) -> list[str]:
+    a = ["apply", "--format", spec.format, "--no-undo"] + SYNTAX
+    if spec.format == "udiff":
+        a += ["-p1"]
+    if spec.format in ("search-replace", "whole"):
+        a += ["--file", path]
+    return a
+
+
+def apply_tool(tool: str, lancet: str, change: Change, spec: Spec) -> Outcome:
+    path, mode = change.path, change.mode
     with tempfile.TemporaryDirectory(prefix=f"cmp-{tool}-") as tmp:
         work = Path(tmp) / "w"
         work.mkdir()
-        diff_file = Path(tmp) / "edit.diff"
-        diff_file.write_bytes(diff)
+        edit_file = Path(tmp) / EDIT_NAME[spec.format]
+        edit_file.write_bytes(spec.edit)
         target = work / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(pre)
+        target.write_bytes(spec.input)
         os.chmod(target, 0o755 if mode.endswith("755") else 0o644)
         env = dict(os.environ, LC_ALL="C", GIT_CEILING_DIRECTORIES=tmp)
         if tool == "patch":
-            cmd = ["patch", "-p1", "--batch", "--forward", "-i", str(diff_file)]
+            cmd = ["patch", "-p1", "--batch", "--forward", "-i", str(edit_file)]
         elif tool == "git":
             run(["git", "init", "-q"], cwd=work, env=env)
-            cmd = GIT + ["apply", "-p1"] + (["--unidiff-zero"] if zero else []) + [str(diff_file)]
+            cmd = GIT + ["apply", "-p1"] + (["--unidiff-zero"] if spec.zero else []) + [str(edit_file)]
         else:
-            cmd = [lancet, "apply", "-p1", "-C", str(work), str(diff_file)]
+            cmd = [lancet] + lancet_args(spec, path) + ["-C", str(work), str(edit_file)]
         rc, out, err = run(cmd, cwd=work, env=env)
         result = target.read_bytes() if target.is_file() else None
-        rej = Path(str(target) + ".rej").exists()
-        if result == expected:
+        untouched = rc != 0 and result == spec.input
+        if spec.expected is None:
+            verdict = "refused-ok" if untouched else "wrong"
+        elif result == spec.expected:
             verdict = "correct"
-        elif rc != 0 and result == pre:
+        elif untouched:
             verdict = "refused"
         else:
             verdict = "wrong"
-        return Outcome(verdict, rc, out + err, result, rej)
+        return Outcome(verdict, rc, out + err, result, cmd)
 
 
 # ------------------------------------------------------------------ one case
@@ -320,11 +683,10 @@ def apply_tool(tool: str, lancet: str, path: str, mode: str, pre: bytes, diff: b
 @dataclass
 class CaseResult:
     change: Change
-    variants: dict = field(default_factory=dict)  # variant -> {tool: Outcome} | None
-    inputs: dict = field(default_factory=dict)    # variant -> (input, diff, expected, line)
+    runs: list = field(default_factory=list)  # (Spec, {tool: Outcome})
 
 
-def run_case(change: Change, lancet: str) -> CaseResult:
+def run_case(change: Change, args) -> CaseResult:
     repo = change.repo
     base = ["diff", "--no-ext-diff", "--no-textconv", "--no-color", "--no-renames",
             "--src-prefix=a/", "--dst-prefix=b/", "--diff-algorithm=myers"]
@@ -333,27 +695,9 @@ def run_case(change: Change, lancet: str) -> CaseResult:
     res = CaseResult(change)
     if b"\n@@ " not in u3 or b"GIT binary patch" in u3 or b"\nBinary files " in u3:
         return res
-    mid = shifted(change, u3, "mid")
-    top = shifted(change, u3, "top")
-    plan = {
-        "exact": (change.pre, u3, change.post, None),
-        "shifted-mid": (mid[0], u3, mid[1], mid[2]) if mid else None,
-        "shifted-top": (top[0], u3, top[1], top[2]) if top else None,
-        "zero-exact": (change.pre, u0, change.post, None),
-        "zero-mid": (mid[0], u0, mid[1], mid[2]) if mid else None,
-        "zero-top": (top[0], u0, top[1], top[2]) if top else None,
-    }
-    for variant, spec in plan.items():
-        if spec is None:
-            res.variants[variant] = None
-            continue
-        inp, diff, expected, _ = spec
-        res.inputs[variant] = spec
-        res.variants[variant] = {
-            tool: apply_tool(tool, lancet, change.path, change.mode, inp, diff, expected,
-                             variant.startswith("zero"))
-            for tool in TOOLS
-        }
+    for spec in plan(change, u3, u0, args):
+        tools = ("lancet", "patch", "git") if spec.format == "udiff" else ("lancet",)
+        res.runs.append((spec, {t: apply_tool(t, args.lancet, change, spec) for t in tools}))
     return res
 
 
@@ -364,73 +708,123 @@ def short(s: str) -> str:
     return s[:10]
 
 
-def save_case(root: Path, idx: int, r: CaseResult, variant: str, lancet: str, why: str) -> Path:
-    c = r.change
-    inp, diff, expected, line = r.inputs[variant]
-    name = f"{idx:04d}-{short(c.commit)}-{re.sub(r'[^A-Za-z0-9._-]+', '_', c.path)}-{variant}"
-    d = root / name
-    if d.exists():
-        shutil.rmtree(d)
-    d.mkdir(parents=True)
-    (d / "input").write_bytes(inp)
-    (d / "edit.diff").write_bytes(diff)
-    (d / "expected").write_bytes(expected)
-    outcomes = r.variants[variant]
-    for tool, o in outcomes.items():
-        (d / f"{tool}.out.txt").write_bytes(b"exit %d\n" % o.rc + o.out)
-        if o.result is not None and o.result != expected:
-            (d / f"{tool}.result").write_bytes(o.result)
-    # The lancet JSON report, for the diagnosis.
-    with tempfile.TemporaryDirectory() as tmp:
-        t = Path(tmp) / c.path
-        t.parent.mkdir(parents=True, exist_ok=True)
-        t.write_bytes(inp)
-        rc, out, err = run([lancet, "apply", "--check", "--json", "-p1", "-C", tmp, str(d / "edit.diff")])
-        (d / "lancet.json").write_bytes(out + err)
-    (d / "README.md").write_text(
-        f"# {c.path} at {c.commit} ({variant})\n\n"
-        f"repository: {c.repo}\nparent: {c.parent}\n"
-        f"variant: {variant} — {VARIANT_DOC[variant]}\n"
-        + (f"filler inserted before input line {line}\n" if line else "")
-        + f"why saved: {why}\n\n"
-        + "".join(f"- {tool}: {o.verdict} (exit {o.rc}{', .rej written' if o.rej else ''})\n"
-                  for tool, o in outcomes.items())
-        + "\nReproduce:\n\n```sh\n"
-        f"d=$(mktemp -d); mkdir -p \"$d/{os.path.dirname(c.path) or '.'}\"; cp input \"$d/{c.path}\"\n"
-        f"lancet apply -p1 -C \"$d\" edit.diff; cmp \"$d/{c.path}\" expected\n```\n")
-    return d
-
-
 def failure_kind(text: str, verdict: str) -> str:
     if verdict == "wrong":
         return "applied, wrong result"
     for line in text.split("\n"):
-        if "failed" not in line:
+        if "failed" not in line and "rror" not in line and "refused" not in line:
             continue
         if "no context lines and removes nothing" in line:
             return "context-free insertion refused (file is not the diff's pre-image)"
-        if re.search(r"match \d+ places", line):
-            return "old lines at several places, none at the stated line + learned offset"
-        return re.sub(r"\d+", "N", line.split(":", 1)[-1].strip())[:100]
-    return "other: " + text.strip().split("\n")[0][:100]
+        if re.search(r"match(es)? \d+ places", line):
+            return "matches several places"
+        body = line.split(":", 1)[-1].strip() if re.match(r"^\s*(edit|hunk|chunk|block|file) \d+", line) else line
+        return re.sub(r"\d+", "N", body.strip())[:110]
+    return "other: " + re.sub(r"\d+", "N", text.strip().split("\n")[0])[:110]
 
 
-def table(title: str, counts: dict, n_cases: dict) -> str:
+def save_case(root: Path, idx: int, change: Change, spec: Spec, outcomes: dict, why: str) -> Path:
+    c = change
+    name = (f"{idx:04d}-{spec.variant}-{spec.format}-{short(c.commit)}-"
+            f"{re.sub(r'[^A-Za-z0-9._-]+', '_', c.path)}")[:150]
+    d = root / name
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(parents=True)
+    edit_name = EDIT_NAME[spec.format]
+    (d / "input").write_bytes(spec.input)
+    (d / edit_name).write_bytes(spec.edit)
+    if spec.expected is not None:
+        (d / "expected").write_bytes(spec.expected)
+    for tool, o in outcomes.items():
+        (d / f"{tool}.out.txt").write_bytes(b"exit %d\n" % o.rc + o.out)
+        if o.result is not None and o.result != spec.expected and o.result != spec.input:
+            (d / f"{tool}.result").write_bytes(o.result)
+    args = " ".join(lancet_args(spec, c.path))
+    dirname = os.path.dirname(c.path) or "."
+    check = (f"cmp \"$d/{c.path}\" expected" if spec.expected is not None
+             else f"cmp \"$d/{c.path}\" input   # must be refused: the file stays as it was")
+    (d / "README.md").write_text(
+        f"# {c.path} at {c.commit} — {spec.variant}, {spec.format}\n\n"
+        f"repository: {c.repo}\nparent: {c.parent}\n"
+        f"variant: {spec.variant} — {VARIANT_DOC[spec.variant]}\n"
+        + (f"{spec.note}\n" if spec.note else "")
+        + f"determined: {'yes' if spec.determined else 'no'}\n"
+        f"why saved: {why}\n\n"
+        + "".join(f"- {tool}: {o.verdict} (exit {o.rc})\n" for tool, o in outcomes.items())
+        + "\nReproduce (from this directory):\n\n```sh\n"
+        f"d=$(mktemp -d); mkdir -p \"$d/{dirname}\"; cp input \"$d/{c.path}\"\n"
+        f"lancet {args} -C \"$d\" {edit_name}; {check}\n```\n")
+    return d
+
+
+def cell(k: dict) -> str:
+    if sum(k.values()) == 0:
+        return "–"
+    if k["refused-ok"]:
+        return f"{k['refused-ok']} r✓ + {k['correct']} / {k['refused']} / {k['wrong']}"
+    return f"{k['correct']} / {k['refused']} / {k['wrong']}"
+
+
+def new_counts():
+    return {v: {col: {x: 0 for x in VERDICTS} for col in COLUMNS} for v in VARIANTS}
+
+
+def bar(counts, v) -> list[str]:
+    """The columns of variant v where lancet misses its bar (determined cases)."""
+    missed = []
+    row = counts[v]
+    peer_rate, peer_n = 0.0, 0
+    for t in ("patch", "git"):
+        k = row[(t, "udiff")]
+        n = sum(k.values())
+        if n:
+            peer_rate = max(peer_rate, k["correct"] / n)
+            peer_n = max(peer_n, k["correct"])
+    for col in COLUMNS:
+        if col[0] != "lancet":
+            continue
+        k = row[col]
+        n = sum(k.values())
+        if not n:
+            continue
+        good = k["correct"] + k["refused-ok"]
+        name = COLUMN_NAME[col].replace("lancet ", "")
+        if k["wrong"]:
+            missed.append(f"{name}: wrong {k['wrong']}")
+        elif k["refused-ok"] or v == "ambiguous" and col[1] != "udiff":
+            continue  # the answer is a refusal; the peers' udiff is no reference
+        elif col[1] == "udiff":
+            if good < peer_n:
+                missed.append(f"{name}: {good} < {peer_n}")
+        elif good / n + 1e-9 < peer_rate:
+            missed.append(f"{name}: {100 * good / n:.1f}% < {100 * peer_rate:.1f}%")
+    return missed
+
+
+def table(title: str, counts: dict, variants, with_bar: bool) -> str:
+    cols = [c for c in COLUMNS if any(sum(counts[v][c].values()) for v in variants)]
+    if not cols:
+        return f"### {title}\n\nnone\n"
     lines = [f"### {title}", "",
-             "| variant | cases | " + " | ".join(f"{t} ✓ / refused / wrong" for t in TOOLS) + " | lancet bar |",
-             "|---|---:|" + "---:|" * len(TOOLS) + "---|"]
-    for v in VARIANTS:
-        cells = []
-        for t in TOOLS:
-            k = counts[v][t]
-            cells.append(f"{k['correct']} / {k['refused']} / {k['wrong']}")
-        best = max(counts[v]["patch"]["correct"], counts[v]["git"]["correct"])
-        ok = counts[v]["lancet"]["correct"] >= best and counts[v]["lancet"]["wrong"] == 0
-        bar = "met" if ok else (
-            f"MISSED ({counts[v]['lancet']['correct']} < {best})"
-            if counts[v]["lancet"]["correct"] < best else "MISSED (wrong > 0)")
-        lines.append(f"| {v} | {n_cases[v]} | " + " | ".join(cells) + f" | {bar} |")
+             "| variant | " + " | ".join(COLUMN_NAME[c] for c in cols) + (" | lancet bar |" if with_bar else " |"),
+             "|---|" + "---:|" * len(cols) + ("---|" if with_bar else "")]
+    for v in variants:
+        if not any(sum(counts[v][c].values()) for c in cols):
+            continue
+        row = f"| {v} | " + " | ".join(cell(counts[v][c]) for c in cols) + " |"
+        if with_bar:
+            m = bar(counts, v)
+            row += (" met |" if not m else " MISSED: " + "; ".join(m) + " |")
+        lines.append(row)
     return "\n".join(lines) + "\n"
+
+
+def repo_name(repo: Path) -> str:
+    name = repo.name
+    if name in (".git", "repo") or name.endswith(".git") and name != ".git":
+        name = repo.parent.name if name in (".git", "repo") else name[:-4]
+    return name
 
 
 def compare_repo(repo: Path, args, md: list[str]) -> bool:
@@ -439,79 +833,70 @@ def compare_repo(repo: Path, args, md: list[str]) -> bool:
     commits = len({c.commit for c in cs})
     print(f"{repo}: {len(cs)} file changes in {commits} commits "
           f"(skipped: {', '.join(f'{k} {v}' for k, v in skipped.items() if v)})", file=sys.stderr)
-    counts = {v: {t: {"correct": 0, "refused": 0, "wrong": 0} for t in TOOLS} for v in VARIANTS}
-    n_cases = {v: 0 for v in VARIANTS}
-    only_lancet = {v: 0 for v in VARIANTS}  # lancet correct, patch and git not
-    flagged = []  # (variant, CaseResult, why)
-    other_wrong = {t: [] for t in ("patch", "git")}
+    det, undet = new_counts(), new_counts()
+    flagged = []  # (Spec, CaseResult, outcomes, why)
     done = 0
     with cf.ThreadPoolExecutor(max_workers=args.jobs) as ex:
-        futs = [ex.submit(run_case, c, args.lancet) for c in cs]
+        futs = [ex.submit(run_case, c, args) for c in cs]
         for f in cf.as_completed(futs):
             r = f.result()
             done += 1
-            if done % 200 == 0:
+            if done % 50 == 0:
                 print(f"  {done}/{len(cs)} ({time.time() - t0:.0f} s)", file=sys.stderr)
-            for v, outcomes in r.variants.items():
-                if outcomes is None:
-                    continue
-                n_cases[v] += 1
+            for spec, outcomes in r.runs:
+                counts = det if spec.determined else undet
                 for t, o in outcomes.items():
-                    counts[v][t][o.verdict] += 1
+                    counts[spec.variant][(t, spec.format)][o.verdict] += 1
                 lv = outcomes["lancet"].verdict
-                others = [t for t in ("patch", "git") if outcomes[t].verdict == "correct"]
-                if lv == "correct" and not others:
-                    only_lancet[v] += 1
                 if lv == "wrong":
-                    flagged.append((v, r, "lancet wrong"))
-                elif lv == "refused" and others:
-                    flagged.append((v, r, f"lancet refused, {' and '.join(others)} correct"))
-                for t in ("patch", "git"):
-                    if outcomes[t].verdict == "wrong":
-                        other_wrong[t].append((v, r))
-    flagged.sort(key=lambda x: (VARIANTS.index(x[0]), x[1].change.commit, x[1].change.path))
-    name = repo.name if repo.name != ".git" else repo.parent.name
-    title = f"{repo} — {len(cs)} file changes, {commits} commits"
-    md.append(table(title, counts, n_cases))
-    md.append("Cases per variant differ: shifted-mid needs a gap strictly outside every hunk above "
-              "the last hunk; shifted-top needs the first hunk below line 1.\n")
-    md.append("Lancet correct where neither patch nor git apply is: " + ", ".join(
-        f"{v} {only_lancet[v]}" for v in VARIANTS) + ".\n")
+                    flagged.append((spec, r, outcomes, "lancet wrong" + ("" if spec.determined
+                                                                         else " (case not determined)")))
+                elif lv == "refused" and spec.determined:
+                    flagged.append((spec, r, outcomes, "lancet refused a determined case"))
+    flagged.sort(key=lambda x: (VARIANTS.index(x[0].variant), FORMATS.index(x[0].format),
+                                x[1].change.commit, x[1].change.path))
+    name = repo_name(repo)
+    n_det = sum(sum(k.values()) for v in VARIANTS for col, k in det[v].items() if col[0] == "lancet")
+    n_und = sum(sum(k.values()) for v in VARIANTS for col, k in undet[v].items() if col[0] == "lancet")
+    md.append(table(f"{name} ({repo}) — {len(cs)} file changes, {commits} commits; "
+                    f"{n_det} determined lancet runs", det, VARIANTS, True))
+    md.append(f"Not determined (counted apart; {n_und} lancet runs):\n")
+    md.append(table(f"{name}: not determined", undet, VARIANTS, False))
     cases_root = Path(args.cases_dir) / name
     if cases_root.exists():
         shutil.rmtree(cases_root)  # this script's own output from an earlier run
     if flagged:
         kinds: dict = {}
-        for v, r, why in flagged:
-            text = r.variants[v]["lancet"].out.decode(errors="replace")
-            kinds.setdefault((v, failure_kind(text, r.variants[v]["lancet"].verdict)), []).append(r)
-        md.append("Kinds (variant: lancet's first failure → cases):\n")
-        for (v, k), lst in sorted(kinds.items(), key=lambda x: (VARIANTS.index(x[0][0]), x[0][1])):
-            md.append(f"- {v}: {k} → {len(lst)}")
+        for spec, r, outcomes, why in flagged:
+            o = outcomes["lancet"]
+            key = (spec.variant, spec.format, failure_kind(o.out.decode(errors="replace"), o.verdict))
+            kinds.setdefault(key, []).append(r)
+        md.append("Lancet's failures by kind (variant, format: first failure line → cases):\n")
+        for (v, f, k), lst in sorted(kinds.items(), key=lambda x: (VARIANTS.index(x[0][0]),
+                                                                   FORMATS.index(x[0][1]), x[0][2])):
+            md.append(f"- {v}, {f}: {k} → {len(lst)}")
         md.append("")
-        md.append(f"Lancet wrong, or refused while another tool is correct ({len(flagged)}; "
-                  f"saved under `{cases_root}/`):\n")
-        md.append("| # | variant | commit | file | lancet | patch | git | why |\n|---:|---|---|---|---|---|---|---|")
-        for i, (v, r, why) in enumerate(flagged, 1):
-            d = save_case(cases_root, i, r, v, args.lancet, why)
-            o = r.variants[v]
-            msg = o["lancet"].out.decode(errors="replace").strip().split("\n")
-            first = next((l for l in msg if "failed" in l), msg[0] if msg else "")[:160]
-            md.append(f"| {i} | {v} | {short(r.change.commit)} | `{r.change.path}` | "
-                      f"{o['lancet'].verdict} | {o['patch'].verdict} | {o['git'].verdict} | "
+        md.append(f"Lancet wrong, or refusing a determined case ({len(flagged)}; saved under "
+                  f"`{cases_root}/`):\n")
+        md.append("| # | variant | format | commit | file | lancet | patch | git | first line of lancet's "
+                  "output (case dir) |\n|---:|---|---|---|---|---|---|---|---|")
+        for i, (spec, r, outcomes, why) in enumerate(flagged, 1):
+            d = save_case(cases_root, i, r.change, spec, outcomes, why)
+            o = outcomes["lancet"]
+            msg = o.out.decode(errors="replace").strip().split("\n")
+            first = next((l for l in msg if "failed" in l or "rror" in l), msg[0] if msg else "")[:140]
+            pv = outcomes["patch"].verdict if "patch" in outcomes else ""
+            gv = outcomes["git"].verdict if "git" in outcomes else ""
+            md.append(f"| {i} | {spec.variant} | {spec.format} | {short(r.change.commit)} | "
+                      f"`{r.change.path}` | {o.verdict} | {pv} | {gv} | "
                       f"{first.replace('|', '/')} (`{d.name}`) |")
         md.append("")
     else:
-        md.append("No case where lancet is wrong, or refused while another tool is correct.\n")
-    for t, lst in other_wrong.items():
-        if lst:
-            md.append(f"{t} wrong in {len(lst)} cases, e.g.: " + ", ".join(
-                f"{v} {short(r.change.commit)} `{r.change.path}`" for v, r in lst[:8]) + "\n")
+        md.append("No case where lancet is wrong or refuses a determined case.\n")
     md.append(f"_{time.time() - t0:.0f} s, {args.jobs} jobs._\n")
-    return all(
-        counts[v]["lancet"]["wrong"] == 0
-        and counts[v]["lancet"]["correct"] >= max(counts[v]["patch"]["correct"], counts[v]["git"]["correct"])
-        for v in VARIANTS)
+    # Only determined cases count: where the input does not decide the answer, a result
+    # other than the real post-image is not evidence of a wrong placement (it is listed).
+    return all(not bar(det, v) for v in VARIANTS)
 
 
 # ------------------------------------------------------------------ stdlib corpus
@@ -567,29 +952,50 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--max-bytes", type=int, default=1 << 20, help="skip larger files (default 1 MiB)")
     ap.add_argument("--limit", type=int, help="at most this many file changes per repository")
+    ap.add_argument("--syntax", default="off", choices=("off", "reject", "warn"),
+                    help="lancet's syntax guard (default off: the bench measures placement; the filler "
+                         "and copied lines it inserts are not valid code in every language)")
+    ap.add_argument("--formats", default=",".join(FORMATS),
+                    help="comma-separated formats to render (default: all: " + ",".join(FORMATS) + ")")
+    ap.add_argument("--variants", default=",".join(VARIANTS),
+                    help="comma-separated variants (default: all: " + ",".join(VARIANTS) + ")")
     ap.add_argument("--build-stdlib-repo", type=Path, metavar="DIR",
                     help="build the stdlib-history corpus in DIR and exit")
     args = ap.parse_args()
     if args.build_stdlib_repo:
         build_stdlib_repo(args.build_stdlib_repo)
         return 0
+    args.formats = [f for f in args.formats.split(",") if f]
+    args.variants = [v for v in args.variants.split(",") if v]
+    for f in args.formats:
+        if f not in FORMATS:
+            ap.error(f"unknown format {f!r} (known: {', '.join(FORMATS)})")
+    for v in args.variants:
+        if v not in VARIANTS:
+            ap.error(f"unknown variant {v!r} (known: {', '.join(VARIANTS)})")
     repos = args.repo or [here]
     # A private copy: others may rebuild target/release/lancet during the run.
     pinned = Path(tempfile.mkdtemp(prefix="compare-lancet-")) / "lancet"
     shutil.copy2(Path(args.lancet).resolve(), pinned)
     args.lancet = str(pinned)
+    if b"--syntax" in run([args.lancet, "apply", "--help"])[1]:
+        SYNTAX[:] = ["--syntax", args.syntax]
     rc, head, _ = run(["git", "-C", str(here), "describe", "--always", "--dirty"])
     source = head.decode().strip() if rc == 0 else "?"
-    md = ["# lancet vs GNU patch vs git apply on real history", "",
+    md = ["# lancet (every edit format) vs GNU patch vs git apply on real history", "",
           f"patch: `{run(['patch', '--version'])[1].decode().splitlines()[0]}`, "
           f"git: `{run(['git', '--version'])[1].decode().strip()}`, "
           f"lancet: `{run([args.lancet, '--version'])[1].decode().strip()}` "
           f"(built from `{source}` of {here})", "",
-          "Variants: " + "; ".join(f"**{v}** {d}" for v, d in VARIANT_DOC.items()) + ".", "",
-          "Cells: correct (byte-identical to the real post-image) / refused (non-zero exit, "
-          "file untouched) / wrong (anything else). Bar: lancet correct ≥ the best of patch and "
-          "git apply, and never wrong. git apply runs with `--unidiff-zero` on the zero-context "
-          "variants (without it, it refuses every -U0 diff).", ""]
+          "Variants: " + "; ".join(f"**{v}** {VARIANT_DOC[v]} ({', '.join(VARIANT_FORMATS[v])})"
+                                   for v in args.variants) + ".", "",
+          "Cells: correct (byte-identical to the expected image) / refused (non-zero exit, file "
+          "untouched) / wrong (anything else); `N r✓` = refused as it should (ambiguous input). "
+          "patch and git apply run on the unified diff with the same mistake: the reference for "
+          "every format's column. git apply runs with `--unidiff-zero` on the zero-context variants. "
+          "Bar (determined cases): lancet wrong on none, and correct on at least the better peer's "
+          "share (udiff: count). Variants and determination: see benches/compare.py. "
+          f"lancet runs with `{' '.join(SYNTAX) or 'no syntax guard'}`.", ""]
     ok = True
     for repo in repos:
         start = len(md)
