@@ -164,7 +164,10 @@ enum Directive {
 
 /// One or two anchors: `A`, `A B`, `A..B`, `A-B`, `A, B`; an anchor may echo
 /// its content after `|` (spaces included), so the second anchor is found as
-/// the next `LINE:HASH` token rather than by splitting on spaces.
+/// a later `LINE:HASH` token rather than by splitting on spaces. An echo may
+/// itself hold such tokens (`r[0:n]`) and end in what looks like a separator
+/// (`alpha one,`): of the readings, the first whose echoes hash to their
+/// anchors wins, else the first that parses.
 fn anchors(rest: &str) -> Option<(Anchor, Anchor)> {
     let rest = rest.trim();
     let bytes = rest.as_bytes();
@@ -179,27 +182,34 @@ fn anchors(rest: &str) -> Option<(Anchor, Anchor)> {
         }
     };
     let starts: Vec<usize> = (0..bytes.len()).filter(|&i| token_at(i)).collect();
-    match starts.as_slice() {
-        [0] => {
-            let a = Anchor::parse(rest)?;
-            Some((a.clone(), a))
-        }
-        [0, second, ..] => {
-            let first = rest[..*second]
-                .trim_end()
-                .trim_end_matches(['.', '-', ','])
-                .trim_end();
-            match (Anchor::parse(first), Anchor::parse(&rest[*second..])) {
-                (Some(a), Some(b)) => Some((a, b)),
-                // `LINE:HASH|content` whose content holds a `1:end` slice: one anchor.
-                _ => {
-                    let a = Anchor::parse(rest)?;
-                    Some((a.clone(), a))
-                }
+    if starts.first() != Some(&0) {
+        return None;
+    }
+    let echo_holds = |a: &Anchor| a.content.as_deref().is_none_or(|c| line_hash(c) == a.hash);
+    let mut readings: Vec<(Anchor, Anchor)> = Vec::new();
+    for &second in &starts[1..] {
+        let Some(b) = Anchor::parse(&rest[second..]) else {
+            continue;
+        };
+        let head = rest[..second].trim_end();
+        let bare = head.trim_end_matches(['.', '-', ',']).trim_end();
+        // The separator stripped (`1:AB|x .. 2:CD`) first, then the echo as
+        // written when its last character is the line's own (`one, 2:CD`).
+        for first in [bare, head] {
+            if let Some(a) = Anchor::parse(first) {
+                readings.push((a, b.clone()));
             }
         }
-        _ => None,
     }
+    // The whole text as one anchor: an echo holding a `1:end` slice.
+    if let Some(a) = Anchor::parse(rest) {
+        readings.push((a.clone(), a));
+    }
+    let best = readings
+        .iter()
+        .position(|(a, b)| echo_holds(a) && echo_holds(b))
+        .unwrap_or(0);
+    (!readings.is_empty()).then(|| readings.swap_remove(best))
 }
 
 fn directive(line: &str) -> Option<Result<Directive, ()>> {
