@@ -1224,6 +1224,40 @@ fn absorb_tail(text: &str, occ: Range<usize>, old: &str, new: &str) -> Range<usi
     }
 }
 
+/// What a SEARCH found mid-line meant, from the rest of its line(s): `None`
+/// when it is a misquoted line rather than a fragment — text with spaces (a
+/// line, not a token) that starts or ends inside a word (`ource: a.rs` in
+/// `source: a.rs`), for the line tiers to locate; else the occurrence,
+/// widened to the whole first or last line when REPLACE restates that line
+/// in full (SEARCH `----` under REPLACE `-----` on the file's `-----`: the
+/// model quoted the line and lost a character), so the rest of the line is
+/// not kept twice.
+fn line_intent(
+    text: &str,
+    occ: Range<usize>,
+    old: &str,
+    replace: &[String],
+) -> Option<Range<usize>> {
+    let line_start = |at: usize| text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = |at: usize| text[at..].find('\n').map_or(text.len(), |i| at + i);
+    let (head_at, tail_at) = (line_start(occ.start), line_end(occ.end));
+    let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    let mid_word = (word(text[..occ.start].chars().next_back()) && word(old.chars().next()))
+        || (word(old.chars().next_back()) && word(text[occ.end..].chars().next()));
+    if mid_word && old.trim().contains(char::is_whitespace) {
+        return None;
+    }
+    let restated = |line: &str| replace.iter().any(|r| r == line);
+    let mut span = occ.clone();
+    if head_at < occ.start && restated(&text[head_at..line_end(occ.start)]) {
+        span.start = head_at;
+    }
+    if occ.end < tail_at && restated(&text[line_start(occ.end)..tail_at]) {
+        span.end = tail_at;
+    }
+    Some(span)
+}
+
 /// A text block whose SEARCH starts or ends mid-line: substring semantics,
 /// unique (or picked by the line hint).
 fn resolve_text_fragment(
@@ -1256,7 +1290,10 @@ fn resolve_text_fragment(
         },
     };
     let new = sp.replace.join("\n");
-    let one = [absorb_tail(&joined.text, occ[chosen].clone(), &old, &new)];
+    let Some(span) = line_intent(&joined.text, occ[chosen].clone(), &old, &sp.replace) else {
+        return Ok(None);
+    };
+    let one = [absorb_tail(&joined.text, span, &old, &new)];
     let mut r = resolve_fragment(doc, &new, &one, &joined);
     r.warnings.push(Warning::PartialLineMatch {
         lines: joined.lines_of(&occ[chosen]),
