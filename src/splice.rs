@@ -171,14 +171,43 @@ impl Reindent {
             .unwrap_or(4);
         let offsets = offsets_at(tab);
         let offset = offsets.get(offsets.len() / 2).copied().unwrap_or(0);
-        let mut map = BTreeMap::new();
-        for (n, d) in &pairs {
+        // The offset most pairs share (ties: the smallest shift) maps first.
+        // Another pair maps only where it keeps the map in order — deeper in
+        // the needle, deeper in the file — so that one quoted line that lost
+        // its indentation (`}` typed at column 0 for the file's `        }`)
+        // does not decide where new lines at that width go, while a block
+        // retyped in another indent unit (2 → 4 columns) still maps level by
+        // level.
+        let common = {
+            let mut best: Option<(usize, i64)> = None;
+            for w in offsets.chunk_by(|a, b| a == b) {
+                let better = best.is_none_or(|(count, off)| {
+                    w.len() > count || (w.len() == count && w[0].abs() < off.abs())
+                });
+                if better {
+                    best = Some((w.len(), w[0]));
+                }
+            }
+            best.map_or(0, |(_, off)| off)
+        };
+        let shift = |n: &str, d: &str| indent_width(d, tab) as i64 - indent_width(n, tab) as i64;
+        let mut map: BTreeMap<usize, String> = BTreeMap::new();
+        for (n, d) in pairs.iter().filter(|(n, d)| shift(n, d) == common) {
             map.entry(indent_width(n, tab))
                 .or_insert_with(|| (*d).to_owned());
         }
+        for (n, d) in pairs.iter().filter(|(n, d)| shift(n, d) != common) {
+            let (w, dw) = (indent_width(n, tab), indent_width(d, tab));
+            let in_order = map.range(..w).all(|(_, s)| indent_width(s, tab) <= dw)
+                && map.range(w + 1..).all(|(_, s)| indent_width(s, tab) >= dw);
+            if in_order {
+                map.entry(w).or_insert_with(|| (*d).to_owned());
+            }
+        }
+        let _ = offset;
         Reindent {
             map,
-            offset,
+            offset: common,
             tabs,
             tab,
             identity,

@@ -21,7 +21,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::tool_args::{Arg, bad, fields};
-use super::udiff::{HunkLine, ops_of, removed_lines_hold};
+use super::udiff::{HunkLine, kept_lines, ops_of};
 use super::{
     Action, EditOp, FileChange, FormatDef, FormatEdit, Patch, Removal, Resolution, ResolveContext,
 };
@@ -423,6 +423,22 @@ fn locate_in(
         })
 }
 
+/// The shared approximate step ([`locate::approximate`](super::locate::approximate))
+/// within `scope`: the cascade, then [`settle`](super::locate::settle).
+fn approximate_in(
+    doc: &Document,
+    old: &[&str],
+    kept: &[bool],
+    scope: &Range<usize>,
+    opts: &MatchOptions,
+) -> Result<Match, MatchError> {
+    let m = locate_in(doc, old, scope, opts, false)?
+        .into_iter()
+        .next()
+        .ok_or(MatchError::EmptyNeedle)?;
+    super::locate::settle(doc, old, kept, m)
+}
+
 fn resolve_chunk(
     c: &Chunk,
     doc: &Document,
@@ -521,20 +537,47 @@ fn resolve_chunk(
             });
         }
         Err(MatchError::NotFound { .. }) => {
-            // Already applied: the chunk's result is where it would go.
-            if c.lines.iter().any(|l| matches!(l, HunkLine::Context(_))) {
-                let new_refs: Vec<&str> = new.iter().map(String::as_str).collect();
-                if let Ok([m]) = locate_in(doc, &new_refs, &scope, &strict, true)
-                    .map(&in_zone)
-                    .as_deref()
+            // Already applied: the chunk's result is where it would go. Only
+            // a new side that adds a line proves it before the approximate
+            // search (locate.md); a deletion's only once its old side is
+            // found nowhere, not even approximately.
+            let new_refs: Vec<&str> = new.iter().map(String::as_str).collect();
+            let proves = super::locate::proves_applied(&old, &new_refs);
+            let shows = super::locate::deletion_shows(&kept_lines(&c.lines));
+            let has_context = c.lines.iter().any(|l| matches!(l, HunkLine::Context(_)));
+            let done_by_new = |require_proof: bool| -> Option<Resolution> {
+                if !has_context
+                    || !(if require_proof {
+                        proves
+                    } else {
+                        !proves && shows
+                    })
                 {
-                    let mut r = Resolution::status(EditStatus::AlreadyApplied);
-                    r.lines = Some(m.range.clone());
-                    r.tier = Some(m.tier);
-                    return Ok(r);
+                    return None;
                 }
+                let found = locate_in(doc, &new_refs, &scope, &strict, true)
+                    .map(&in_zone)
+                    .ok()?;
+                let [m] = found.as_slice() else {
+                    return None;
+                };
+                if require_proof
+                    && !super::locate::applied_here(doc, &old, m.range.clone(), false, opts)
+                {
+                    return None;
+                }
+                let mut r = Resolution::status(EditStatus::AlreadyApplied);
+                r.lines = Some(m.range.clone());
+                r.tier = Some(m.tier);
+                Some(r)
+            };
+            if let Some(r) = done_by_new(true) {
+                return Ok(r);
             }
             if opts.max_tier < Tier::Fuzzy {
+                if let Some(r) = done_by_new(false) {
+                    return Ok(r);
+                }
                 let nearest = MatchOptions {
                     nearest: true,
                     ..opts.clone()
@@ -543,17 +586,16 @@ fn resolve_chunk(
                     .err()
                     .map_or(EditError::BlankSearch, EditError::from));
             }
-            let m = locate_in(doc, &old, &scope, opts, false).map_err(EditError::from)?;
-            let m = m.into_iter().next().ok_or(EditError::BlankSearch)?;
-            // A chunk never deletes a line it misquotes (as unified diffs).
-            if !removed_lines_hold(doc, &c.lines, &m) {
-                return Err(EditError::NotFound {
-                    nearest: vec![Candidate::from(&m)],
-                    bounded: false,
-                    after_edit: None,
-                });
+            match approximate_in(doc, &old, &kept_lines(&c.lines), &scope, opts) {
+                Ok(m) => vec![m],
+                Err(e @ MatchError::NotFound { .. }) => {
+                    if let Some(r) = done_by_new(false) {
+                        return Ok(r);
+                    }
+                    return Err(e.into());
+                }
+                Err(e) => return Err(e.into()),
             }
-            vec![m]
         }
         Err(e) => return Err(e.into()),
     };
