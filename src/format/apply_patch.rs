@@ -324,9 +324,11 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
 
 // ------------------------------------------------------------------ resolving
 
-/// Lines whose trimmed text is the anchor (or, when none is, starts with it),
-/// within `scope`.
-fn find_anchor(doc: &Document, anchor: &str, scope: Range<usize>) -> Vec<usize> {
+/// Lines whose trimmed text is the anchor (or, when none is, starts with it;
+/// or, when none does, that the anchor is a typo of — the rule a removed
+/// line is held to, for an anchor of at least `min_chars` non-space
+/// characters, as the approximate step asks of a block), within `scope`.
+fn find_anchor(doc: &Document, anchor: &str, scope: Range<usize>, min_chars: usize) -> Vec<usize> {
     let a = anchor.trim();
     let equal: Vec<usize> = scope.clone().filter(|&i| doc.line(i).trim() == a).collect();
     if !equal.is_empty() {
@@ -339,8 +341,15 @@ fn find_anchor(doc: &Document, anchor: &str, scope: Range<usize>) -> Vec<usize> 
     if !folded.is_empty() {
         return folded;
     }
-    scope
+    let prefixed: Vec<usize> = scope
+        .clone()
         .filter(|&i| doc.line(i).trim_start().starts_with(a))
+        .collect();
+    if !prefixed.is_empty() || a.chars().filter(|c| !c.is_whitespace()).count() < min_chars {
+        return prefixed;
+    }
+    scope
+        .filter(|&i| super::locate::is_typo_of(a, doc.line(i)))
         .collect()
 }
 
@@ -449,42 +458,75 @@ fn resolve_chunk(
     // before it allows; after it, the chunk must *start* in its zone: the block
     // it opens (deeper-indented lines and the line closing them), or, for a
     // line that opens no block, everything after it. The chunk may run past.
+    //
+    // An anchor line that occurs more than once (`impl Dir {` in two `cfg`
+    // variants) narrows to all of its zones: the chunk's own lines then
+    // decide, and must still be unique. An anchor found nowhere in the file,
+    // not even as a typo, says nothing about where the chunk is: for a chunk
+    // with lines of its own to locate, it is passed over with a note (a pure
+    // addition has nothing else to go by and fails).
     let n = doc.line_count();
-    let mut zone = 0..n;
-    let mut last_anchor = None;
+    let min_chars = if opts.max_tier < Tier::Fuzzy {
+        usize::MAX
+    } else {
+        opts.fuzzy_min_chars
+    };
+    let has_old = c.lines.iter().any(|l| !matches!(l, HunkLine::Add(_)));
+    let mut notes = Vec::new();
+    // (zone, the anchor line that opened it)
+    let mut zones: Vec<(Range<usize>, Option<usize>)> = vec![(0..n, None)];
     for a in &c.anchors {
-        let search = last_anchor.map_or(zone.clone(), |k: usize| k + 1..zone.end);
-        match find_anchor(doc, a, search).as_slice() {
-            [] => return Err(EditError::AnchorNotFound { anchor: a.clone() }),
-            [at] => {
-                last_anchor = Some(*at);
-                let block = block_after(doc, *at);
+        let mut next: Vec<(Range<usize>, Option<usize>)> = Vec::new();
+        for (zone, last) in &zones {
+            let search = last.map_or(zone.clone(), |k: usize| k + 1..zone.end);
+            for at in find_anchor(doc, a, search, min_chars) {
+                if next.iter().any(|(_, l)| *l == Some(at)) {
+                    continue;
+                }
+                let block = block_after(doc, at);
                 let opens = block.clone().any(|i| {
                     let l = doc.line(i);
                     !l.trim().is_empty()
                         && indent_width(split_indent(l).0, 4)
-                            > indent_width(split_indent(doc.line(*at)).0, 4)
+                            > indent_width(split_indent(doc.line(at)).0, 4)
                 });
-                zone = if opens { *at..block.end } else { *at..n };
-            }
-            many => {
-                return Err(EditError::Ambiguous {
-                    tier: Tier::Exact,
-                    candidates: many
-                        .iter()
-                        .map(|&i| Candidate {
-                            range: i..i + 1,
-                            similarity: 1.0,
-                        })
-                        .collect(),
-                });
+                let zone = if opens { at..block.end } else { at..n };
+                next.push((zone, Some(at)));
             }
         }
+        if next.is_empty() {
+            if has_old && find_anchor(doc, a, 0..n, min_chars).is_empty() {
+                notes.push(Warning::AnchorIgnored { anchor: a.clone() });
+                continue;
+            }
+            return Err(EditError::AnchorNotFound { anchor: a.clone() });
+        }
+        zones = next;
     }
-    let scope = zone.start..n;
+    if zones.len() > 1 && !has_old {
+        // A pure addition goes right after its anchor: two anchors, two places.
+        return Err(EditError::Ambiguous {
+            tier: Tier::Exact,
+            candidates: zones
+                .iter()
+                .filter_map(|(_, l)| *l)
+                .map(|i| Candidate {
+                    range: i..i + 1,
+                    similarity: 1.0,
+                })
+                .collect(),
+        });
+    }
+    let last_anchor = zones.first().and_then(|(_, l)| *l);
+    let first = zones.iter().map(|(z, _)| z.start).min().unwrap_or(0);
+    let scope = first..n;
     let in_zone = |v: Vec<Match>| -> Vec<Match> {
         v.into_iter()
-            .filter(|m| zone.contains(&m.range.start) || zone.is_empty())
+            .filter(|m| {
+                zones
+                    .iter()
+                    .any(|(z, _)| z.contains(&m.range.start) || z.is_empty())
+            })
             .collect()
     };
     let (old, ops) = ops_of(&c.lines);
@@ -645,6 +687,7 @@ fn resolve_chunk(
     r.tier = Some(m.tier);
     r.similarity = Some(m.similarity);
     r.lines = Some(m.range);
+    r.warnings.extend(notes);
     Ok(r)
 }
 

@@ -102,7 +102,7 @@ pub(crate) fn removed_lines_hold<S: AsRef<str>>(
 }
 
 /// Whether `quoted` is `line` up to whitespace, Unicode folding and a typo.
-fn is_typo_of(quoted: &str, line: &str) -> bool {
+pub(crate) fn is_typo_of(quoted: &str, line: &str) -> bool {
     if matcher::same_up_to_unicode(quoted, line) {
         return true;
     }

@@ -509,3 +509,15 @@ fn locate_rewritten_line_with_another_value() {
         .join("\n---\n");
     insta::assert_snapshot!("locate_rewritten_line_typo", typo);
 }
+
+/// Issue 10: an apply_patch `@@` line found nowhere in the file (a typo too
+/// short to place) is passed over with a note naming it.
+#[test]
+fn locate_anchor_passed_over() {
+    let file = "def main():\n    cfg = load(\"config.json\")\n    cfg[\"runs\"] += 1\n    save(\"config.json\", cfg)\n";
+    let patch = "*** Begin Patch\n*** Update File: app.py\n@@ def mai():\n     cfg = load(\"config.json\")\n-    cfg[\"runs\"] += 1\n+    cfg[\"runs\"] += 2\n     save(\"config.json\", cfg)\n*** End Patch\n";
+    insta::assert_snapshot!(
+        "locate_anchor_passed_over",
+        message_in(&[("app.py", file)], patch)
+    );
+}

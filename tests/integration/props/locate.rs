@@ -81,10 +81,14 @@ pub(super) enum Mistake {
 }
 
 const MISTAKES: [Mistake; 3] = [Mistake::Typo, Mistake::Whitespace, Mistake::Indent];
-const FORMATS: [Format; 3] = [
-    Format::SearchReplace,
-    Format::UnifiedDiff,
-    Format::ApplyPatch,
+/// The formats measured; apply_patch twice: bare chunks, and chunks under
+/// an `@@` anchor naming the block's enclosing header (with a typo of its
+/// own in one typo case of four).
+const FORMATS: [(Format, bool); 4] = [
+    (Format::SearchReplace, false),
+    (Format::UnifiedDiff, false),
+    (Format::ApplyPatch, false),
+    (Format::ApplyPatch, true),
 ];
 
 /// Raw choices; [`build`] turns them into a case against the corpus.
@@ -144,6 +148,8 @@ struct Case {
     /// One quoted line lost its indentation while the others kept theirs:
     /// where new lines go is shown only by a majority, two kept lines at least.
     lone_indent_loss: bool,
+    /// The enclosing header above the block, as an `@@` anchor (maybe with a typo).
+    anchor: Option<String>,
 }
 
 fn marker_like(l: &str) -> bool {
@@ -258,7 +264,29 @@ fn build(raw: &Raw, corpus: &[(String, Vec<String>)], mistake: Mistake) -> Optio
             .filter(|(n, c)| **n != *c)
             .count()
             <= 1;
+    // The nearest line above the block indented less than all its lines,
+    // when it opens a block (ends with `{` or `:`).
+    let least = lines[lo..hi]
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    let anchor = (0..lo)
+        .rev()
+        .map(|i| &lines[i])
+        .find(|l| !l.trim().is_empty() && l.len() - l.trim_start().len() < least)
+        .filter(|l| l.trim_end().ends_with('{') || l.trim_end().ends_with(':'))
+        .filter(|l| !marker_like(l))
+        .map(|l| {
+            if mistake == Mistake::Typo && raw.noise[3].0 % 4 == 0 {
+                typo(l.trim(), raw.noise[3].1, raw.noise[3].2, raw.noise[3].0 / 4)
+            } else {
+                l.trim().to_owned()
+            }
+        });
     Some(Case {
+        anchor,
         path: path.clone(),
         content,
         expected,
@@ -418,7 +446,7 @@ fn new_side(body: &[L]) -> Vec<&str> {
         .collect()
 }
 
-fn render(format: Format, case: &Case) -> String {
+fn render((format, anchored): (Format, bool), case: &Case) -> String {
     let lines = |v: Vec<&str>| v.iter().map(|l| format!("{l}\n")).collect::<String>();
     let body = || {
         case.body
@@ -447,8 +475,12 @@ fn render(format: Format, case: &Case) -> String {
             p = case.path
         ),
         _ => format!(
-            "*** Begin Patch\n*** Update File: {}\n{}*** End Patch\n",
+            "*** Begin Patch\n*** Update File: {}\n{}{}*** End Patch\n",
             case.path,
+            match (&case.anchor, anchored) {
+                (Some(a), true) => format!("@@ {a}\n"),
+                _ => String::new(),
+            },
             body()
         ),
     }
@@ -533,8 +565,13 @@ pub(super) struct Tally {
 }
 
 /// `Err((why, got))` for a wrong result.
-fn run_case(format: Format, case: &Case, opts: &ApplyOptions) -> Result<bool, (String, String)> {
-    let text = render(format, case);
+fn run_case(
+    column: (Format, bool),
+    case: &Case,
+    opts: &ApplyOptions,
+) -> Result<bool, (String, String)> {
+    let text = render(column, case);
+    let format = column.0;
     let out = apply_text(format, &text, &case.path, &case.content, opts)
         .map_err(|e| (format!("parse error {e:?} in\n{text}"), String::new()))?;
     if !out.report.ok {
@@ -570,14 +607,14 @@ fn run_case(format: Format, case: &Case, opts: &ApplyOptions) -> Result<bool, (S
 
 /// Runs `n` cases per kind of mistake over all three formats; returns the
 /// tallies, `[format][mistake]`, and the first wrong case of each.
-pub(super) fn measure(n: usize) -> ([[Tally; 3]; 3], Vec<String>) {
+pub(super) fn measure(n: usize) -> ([[Tally; 3]; 4], Vec<String>) {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
     let corpus = corpus();
     assert!(corpus.len() > 20, "the corpus was not found");
     let mut opts = ApplyOptions::default();
     opts.syntax = lancet::SyntaxPolicy::Off;
-    let mut tally = [[Tally::default(); 3]; 3];
+    let mut tally = [[Tally::default(); 3]; 4];
     let mut wrongs = Vec::new();
     for (k, &mistake) in MISTAKES.iter().enumerate() {
         let mut runner = TestRunner::new_with_rng(
@@ -596,9 +633,9 @@ pub(super) fn measure(n: usize) -> ([[Tally; 3]; 3], Vec<String>) {
             done += 1;
             let lines = &corpus[tree.current().file % corpus.len()].1;
             let det = determined(lines, &case);
-            for (f, &format) in FORMATS.iter().enumerate() {
+            for (f, &column) in FORMATS.iter().enumerate() {
                 let t = &mut tally[f][k];
-                match run_case(format, &case, &opts) {
+                match run_case(column, &case, &opts) {
                     // One line lost its indentation and too few kept theirs
                     // to outvote it: new lines indented either way is a
                     // reading of the input, not a wrong result.
@@ -620,22 +657,23 @@ pub(super) fn measure(n: usize) -> ([[Tally; 3]; 3], Vec<String>) {
                     Ok(false) => {
                         t.refused += 1;
                         if std::env::var("LOCATE_DEBUG").is_ok() {
-                            let text = render(format, &case);
-                            let out = apply_text(format, &text, &case.path, &case.content, &opts);
+                            let text = render(column, &case);
+                            let out = apply_text(column.0, &text, &case.path, &case.content, &opts);
                             let msg = out.map(|o| o.report.message).unwrap_or_default();
-                            eprintln!("REFUSED {format:?} {mistake:?}:\n{text}\n{msg}\n");
+                            eprintln!("REFUSED {column:?} {mistake:?}:\n{text}\n{msg}\n");
                         }
                     }
                 }
             }
         }
     }
-    for (f, format) in FORMATS.iter().enumerate() {
+    for (f, (format, anchored)) in FORMATS.iter().enumerate() {
+        let format = format!("{format:?}{}", if *anchored { " @@" } else { "" });
         for (k, mistake) in MISTAKES.iter().enumerate() {
             let t = tally[f][k];
             let det = t.correct + t.refused;
             eprintln!(
-                "locate recall {format:?} × {mistake:?}: {} correct, {} refused, {} wrong, {} undetermined \
+                "locate recall {format} × {mistake:?}: {} correct, {} refused, {} wrong, {} undetermined \
                  ({:.1} % of {det} determined)",
                 t.correct,
                 t.refused,
