@@ -132,6 +132,7 @@ pub fn ops_from_diff<A: AsRef<str>, B: AsRef<str>>(old: &[A], new: &[B]) -> Vec<
 #[derive(Debug, Clone)]
 pub struct Reindent {
     map: BTreeMap<usize, String>,
+    /// The shift most matched lines share, for widths the map lacks.
     offset: i64,
     tabs: bool,
     /// The tab width under which the model's indentation lines up with the file's.
@@ -170,7 +171,6 @@ impl Reindent {
             .min_by_key(|&t| distinct(&offsets_at(t)))
             .unwrap_or(4);
         let offsets = offsets_at(tab);
-        let offset = offsets.get(offsets.len() / 2).copied().unwrap_or(0);
         // The offset most pairs share (ties: the smallest shift) maps first.
         // Another pair maps only where it keeps the map in order — deeper in
         // the needle, deeper in the file — so that one quoted line that lost
@@ -198,13 +198,21 @@ impl Reindent {
         }
         for (n, d) in pairs.iter().filter(|(n, d)| shift(n, d) != common) {
             let (w, dw) = (indent_width(n, tab), indent_width(d, tab));
-            let in_order = map.range(..w).all(|(_, s)| indent_width(s, tab) <= dw)
-                && map.range(w + 1..).all(|(_, s)| indent_width(s, tab) >= dw);
+            // A line quoted at the file's own width (copied exactly) may share
+            // a file width with a shallower quoted one; a line the model
+            // shifted may not: that is the lost-indentation line.
+            let exact = shift(n, d) == 0;
+            let in_order = map.range(..w).all(|(_, s)| {
+                let sw = indent_width(s, tab);
+                sw < dw || exact && sw == dw
+            }) && map.range(w + 1..).all(|(_, s)| {
+                let sw = indent_width(s, tab);
+                sw > dw || exact && sw == dw
+            });
             if in_order {
                 map.entry(w).or_insert_with(|| (*d).to_owned());
             }
         }
-        let _ = offset;
         Reindent {
             map,
             offset: common,

@@ -463,8 +463,9 @@ fn resolve_chunk(
     // variants) narrows to all of its zones: the chunk's own lines then
     // decide, and must still be unique. An anchor found nowhere in the file,
     // not even as a typo, says nothing about where the chunk is: for a chunk
-    // with lines of its own to locate, it is passed over with a note (a pure
-    // addition has nothing else to go by and fails).
+    // with lines enough of its own to be located by (the approximate step's
+    // 12 non-space characters), it is passed over with a note; a pure
+    // addition or a chunk of a line or two has nothing else to go by and fails.
     let n = doc.line_count();
     let min_chars = if opts.max_tier < Tier::Fuzzy {
         usize::MAX
@@ -472,6 +473,16 @@ fn resolve_chunk(
         opts.fuzzy_min_chars
     };
     let has_old = c.lines.iter().any(|l| !matches!(l, HunkLine::Add(_)));
+    // Enough of its own to be located by: the approximate step's minimum.
+    let own_chars: usize = c
+        .lines
+        .iter()
+        .filter_map(|l| match l {
+            HunkLine::Context(t) | HunkLine::Remove(t) => Some(t),
+            HunkLine::Add(_) => None,
+        })
+        .map(|t| t.chars().filter(|ch| !ch.is_whitespace()).count())
+        .sum();
     let mut notes = Vec::new();
     // (zone, the anchor line that opened it)
     let mut zones: Vec<(Range<usize>, Option<usize>)> = vec![(0..n, None)];
@@ -495,7 +506,8 @@ fn resolve_chunk(
             }
         }
         if next.is_empty() {
-            if has_old && find_anchor(doc, a, 0..n, min_chars).is_empty() {
+            if own_chars >= opts.fuzzy_min_chars && find_anchor(doc, a, 0..n, min_chars).is_empty()
+            {
                 notes.push(Warning::AnchorIgnored { anchor: a.clone() });
                 continue;
             }
@@ -588,13 +600,12 @@ fn resolve_chunk(
             let shows = super::locate::deletion_shows(&kept_lines(&c.lines));
             let has_context = c.lines.iter().any(|l| matches!(l, HunkLine::Context(_)));
             let done_by_new = |require_proof: bool| -> Option<Resolution> {
-                if !has_context
-                    || !(if require_proof {
-                        proves
-                    } else {
-                        !proves && shows
-                    })
-                {
+                let allowed = if require_proof {
+                    proves
+                } else {
+                    !proves && shows
+                };
+                if !has_context || !allowed {
                     return None;
                 }
                 let found = locate_in(doc, &new_refs, &scope, &strict, true)

@@ -16,8 +16,10 @@
 //! taken, and a hunk without context lines is placed by position only when
 //! the file is known to be the diff's pre-image (git blob id) — otherwise
 //! refused. When the whole old side is not found, up to two outer context
-//! lines may be dropped (like `patch`'s fuzz) if the rest is unique; removed
-//! lines are never relaxed beyond whitespace and Unicode folding.
+//! lines may be dropped (like `patch`'s fuzz) if the rest is unique at its own
+//! indentation; then the approximate step every quoting format shares
+//! ([`locate`](super::locate): a `-` line may carry a typo, never another
+//! word or value).
 //!
 //! Invariant: context lines keep the file's bytes; only `-` and `+` lines
 //! change; the final newline changes only when the diff's markers say so.
@@ -969,11 +971,12 @@ fn resolve_hunk(
         if new.is_empty() || !(h.has_context() || ctx.verified) {
             return None;
         }
-        if if require_proof {
-            !proves
+        let allowed = if require_proof {
+            proves
         } else {
-            proves || !ctx.verified && !shows
-        } {
+            !proves && (ctx.verified || shows)
+        };
+        if !allowed {
             return None;
         }
         let found = matcher::locate_all(doc, &new, &strict(opts)).ok()?;
@@ -1036,8 +1039,9 @@ fn resolve_hunk(
         };
         match found {
             Ok(m) => return Ok(place(m, Vec::new(), &old, &ops, 0)),
+            // (A `-` line naming another word or value: `settle` quotes
+            // the place as the nearest.)
             Err(e @ MatchError::NotFound { .. }) => failure = Some(e),
-            // (A misquoted `-` line: `settle` names the place as the nearest.)
             Err(e) => return Err(unplaceable_if_empty(e)),
         }
     }
