@@ -597,7 +597,7 @@ fn resolve_chunk(
             // found nowhere, not even approximately.
             let new_refs: Vec<&str> = new.iter().map(String::as_str).collect();
             let proves = super::locate::proves_applied(&old, &new_refs);
-            let shows = super::locate::deletion_shows(&kept_lines(&c.lines));
+            let shows = super::locate::deletion_shows(&old, &kept_lines(&c.lines));
             let has_context = c.lines.iter().any(|l| matches!(l, HunkLine::Context(_)));
             let done_by_new = |require_proof: bool| -> Option<Resolution> {
                 let allowed = if require_proof {

@@ -153,20 +153,24 @@ pub(crate) fn proves_applied<A: AsRef<str>, B: AsRef<str>>(old: &[A], new: &[B])
 }
 
 /// Whether a new side that proves nothing by itself (a deletion) shows the
-/// edit made when it stands in the file: every run of removed old lines has a
-/// kept line on each side, so the kept lines standing together are lines the
-/// deletion joined. `kept[i]`: whether old line `i` stays. A deletion at the
-/// edge of its block (`def c():` then `-    pass`) leaves nothing that shows it.
-pub(crate) fn deletion_shows(kept: &[bool]) -> bool {
-    let mut seen_kept = false;
+/// edit made when it stands in the file: every run of removed old lines has
+/// a kept non-blank line before it and after it, so the kept lines standing
+/// together are lines the deletion joined. `kept[i]`: whether old line `i`
+/// stays. A deletion at the edge of its block (`def c():` then `-    pass`)
+/// leaves nothing that shows it, and a kept blank line shows nothing either:
+/// blank lines stand everywhere.
+pub(crate) fn deletion_shows<S: AsRef<str>>(old: &[S], kept: &[bool]) -> bool {
+    let mut anchored = false;
     let mut open_run = false;
-    for &k in kept {
-        if k {
-            seen_kept = true;
+    for (line, &k) in old.iter().zip(kept) {
+        let blank = line.as_ref().trim().is_empty();
+        if k && !blank {
+            anchored = true;
             open_run = false;
-        } else if !seen_kept {
-            return false;
-        } else {
+        } else if !k {
+            if !anchored {
+                return false;
+            }
             open_run = true;
         }
     }
@@ -207,10 +211,19 @@ mod tests {
 
     #[test]
     fn a_deletion_shows_only_between_kept_lines() {
-        assert!(deletion_shows(&[true, false, true]));
-        assert!(deletion_shows(&[true, false, false, true, false, true]));
-        assert!(!deletion_shows(&[true, false]));
-        assert!(!deletion_shows(&[false, true]));
+        assert!(deletion_shows(&["a", "x", "b"], &[true, false, true]));
+        assert!(deletion_shows(
+            &["a", "x", "y", "b", "z", "c"],
+            &[true, false, false, true, false, true]
+        ));
+        assert!(!deletion_shows(&["a", "x"], &[true, false]));
+        assert!(!deletion_shows(&["x", "a"], &[false, true]));
+        // A kept blank line after the run shows nothing.
+        assert!(!deletion_shows(&["a", "x", ""], &[true, false, true]));
+        assert!(deletion_shows(
+            &["a", "x", "", "b"],
+            &[true, false, true, true]
+        ));
     }
 
     #[test]

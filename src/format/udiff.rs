@@ -923,7 +923,7 @@ fn resolve_hunk(
     // being there (locate.md): a deletion's new side is its context, which
     // stands in the file whether or not the deletion was made.
     let proves = super::locate::proves_applied(&old, &new);
-    let shows = super::locate::deletion_shows(&kept_lines(&h.lines));
+    let shows = super::locate::deletion_shows(&old, &kept_lines(&h.lines));
     let new_exactly = || -> Vec<Match> {
         if new.is_empty() || !h.has_context() || !proves {
             return Vec::new();
