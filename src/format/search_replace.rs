@@ -1119,11 +1119,48 @@ fn resolve_block(
             Err(e) => return Err(e),
         }
     }
+    if elision_error.is_none() && !multi {
+        if let Some(res) = deletion_done(doc, &primary.search, &primary.replace, hint, opts) {
+            return Ok(res);
+        }
+    }
     Err(elision_error.or(failure).unwrap_or(EditError::NotFound {
         nearest: Vec::new(),
         bounded: false,
         after_edit: None,
     }))
+}
+
+/// A deletion re-sent, as every quoting format decides it (locate.md §4):
+/// SEARCH is nowhere, not even approximately (the caller tried), REPLACE
+/// adds nothing, a kept non-blank line brackets every run of removed lines,
+/// and REPLACE stands in the file at one place (strict tiers; the hint picks
+/// among several as it does for SEARCH).
+fn deletion_done(
+    doc: &Document,
+    search: &[String],
+    replace: &[String],
+    hint: Option<usize>,
+    opts: &MatchOptions,
+) -> Option<Resolution> {
+    if blank(replace) || super::locate::proves_applied(search, replace) {
+        return None;
+    }
+    let kept = super::locate::kept_of(search.len(), &ops_from_diff(search, replace));
+    if !super::locate::deletion_shows(search, &kept) {
+        return None;
+    }
+    let strict = MatchOptions {
+        max_tier: opts.max_tier.min(Tier::Unicode),
+        nearest: false,
+        ..opts.clone()
+    };
+    let m = matcher::locate(doc, replace, hint, &strict).ok()?;
+    let mut r = Resolution::status(EditStatus::AlreadyApplied);
+    r.tier = Some(m.tier);
+    r.similarity = Some(m.similarity);
+    r.lines = Some(m.range);
+    Some(r)
 }
 
 /// The tool-call form: `old_string` as a literal substring first.
