@@ -295,6 +295,10 @@ pub fn warning(w: &Warning) -> String {
                 format!("applied with {dropped} outer context lines ignored, because they no longer match the file")
             }
         }
+        Warning::AnchorIgnored { anchor } => format!(
+            "the `@@ {}` line is not in the file, so the chunk was placed by its own lines; copy `@@` lines exactly",
+            anchor.trim()
+        ),
     }
 }
 

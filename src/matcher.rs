@@ -97,6 +97,11 @@ pub struct MatchOptions {
     /// first and last), so that matching first and last lines alone never carry
     /// a window with a different body.
     pub fuzzy_interior_threshold: f64,
+    /// Character edits (Levenshtein) the interior lines may hold in all and
+    /// pass whatever their similarity: two typos, a swap of neighbours
+    /// counting two. On short interior lines (`}`, `.await;`) one typo is
+    /// a large share of the text, yet no different body.
+    pub fuzzy_interior_edits: usize,
     /// How far the best fuzzy window must lead the runner-up.
     pub fuzzy_margin: f64,
     /// Fewest non-whitespace characters a needle needs before fuzzy matching is tried.
@@ -115,6 +120,7 @@ impl Default for MatchOptions {
             max_tier: Tier::Fuzzy,
             fuzzy_threshold: 0.93,
             fuzzy_interior_threshold: 0.85,
+            fuzzy_interior_edits: 4,
             fuzzy_margin: 0.05,
             fuzzy_min_chars: 12,
             work_budget: 40_000_000,
@@ -542,6 +548,12 @@ fn collapse(body: &str, fold: bool) -> String {
     out
 }
 
+/// A line as the unicode and fuzzy tiers compare it: indentation dropped,
+/// whitespace runs collapsed, punctuation folded.
+pub(crate) fn normal_body(line: &str) -> String {
+    collapse(split_indent(line).1, true)
+}
+
 /// Whether two lines are equal at the unicode tier: indentation ignored,
 /// whitespace runs collapsed, punctuation folded.
 pub(crate) fn same_up_to_unicode(a: &str, b: &str) -> bool {
@@ -804,6 +816,8 @@ struct Score {
     start: usize,
     similarity: f64,
     interior: f64,
+    /// Character edits in the interior lines.
+    interior_edits: usize,
 }
 
 impl<'a> Scorer<'a> {
@@ -859,6 +873,7 @@ impl<'a> Scorer<'a> {
             start,
             similarity: sim(dist, total),
             interior: sim(idist, itotal),
+            interior_edits: idist,
         }
     }
 
@@ -948,7 +963,9 @@ fn fuzzy(
         .iter()
         .copied()
         .filter(|s| {
-            s.similarity >= opts.fuzzy_threshold && s.interior >= opts.fuzzy_interior_threshold
+            s.similarity >= opts.fuzzy_threshold
+                && (s.interior >= opts.fuzzy_interior_threshold
+                    || s.interior_edits <= opts.fuzzy_interior_edits)
         })
         .collect();
     passing.sort_by(|a, b| b.similarity.total_cmp(&a.similarity));

@@ -165,6 +165,12 @@ pub enum Warning {
         /// Context lines dropped.
         dropped: usize,
     },
+    /// An apply_patch `@@` line found nowhere in the file (not even as a
+    /// typo) was passed over: the chunk was placed by its own lines.
+    AnchorIgnored {
+        /// The anchor as written, without `@@`.
+        anchor: String,
+    },
 }
 
 /// A syntax error the edit introduced (0-based line and byte column in the new text).

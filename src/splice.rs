@@ -132,6 +132,7 @@ pub fn ops_from_diff<A: AsRef<str>, B: AsRef<str>>(old: &[A], new: &[B]) -> Vec<
 #[derive(Debug, Clone)]
 pub struct Reindent {
     map: BTreeMap<usize, String>,
+    /// The shift most matched lines share, for widths the map lacks.
     offset: i64,
     tabs: bool,
     /// The tab width under which the model's indentation lines up with the file's.
@@ -170,15 +171,51 @@ impl Reindent {
             .min_by_key(|&t| distinct(&offsets_at(t)))
             .unwrap_or(4);
         let offsets = offsets_at(tab);
-        let offset = offsets.get(offsets.len() / 2).copied().unwrap_or(0);
-        let mut map = BTreeMap::new();
-        for (n, d) in &pairs {
+        // The offset most pairs share (ties: the smallest shift) maps first.
+        // Another pair maps only where it keeps the map in order — deeper in
+        // the needle, deeper in the file — so that one quoted line that lost
+        // its indentation (`}` typed at column 0 for the file's `        }`)
+        // does not decide where new lines at that width go, while a block
+        // retyped in another indent unit (2 → 4 columns) still maps level by
+        // level.
+        let common = {
+            let mut best: Option<(usize, i64)> = None;
+            for w in offsets.chunk_by(|a, b| a == b) {
+                let better = best.is_none_or(|(count, off)| {
+                    w.len() > count || (w.len() == count && w[0].abs() < off.abs())
+                });
+                if better {
+                    best = Some((w.len(), w[0]));
+                }
+            }
+            best.map_or(0, |(_, off)| off)
+        };
+        let shift = |n: &str, d: &str| indent_width(d, tab) as i64 - indent_width(n, tab) as i64;
+        let mut map: BTreeMap<usize, String> = BTreeMap::new();
+        for (n, d) in pairs.iter().filter(|(n, d)| shift(n, d) == common) {
             map.entry(indent_width(n, tab))
                 .or_insert_with(|| (*d).to_owned());
         }
+        for (n, d) in pairs.iter().filter(|(n, d)| shift(n, d) != common) {
+            let (w, dw) = (indent_width(n, tab), indent_width(d, tab));
+            // A line quoted at the file's own width (copied exactly) may share
+            // a file width with a shallower quoted one; a line the model
+            // shifted may not: that is the lost-indentation line.
+            let exact = shift(n, d) == 0;
+            let in_order = map.range(..w).all(|(_, s)| {
+                let sw = indent_width(s, tab);
+                sw < dw || exact && sw == dw
+            }) && map.range(w + 1..).all(|(_, s)| {
+                let sw = indent_width(s, tab);
+                sw > dw || exact && sw == dw
+            });
+            if in_order {
+                map.entry(w).or_insert_with(|| (*d).to_owned());
+            }
+        }
         Reindent {
             map,
-            offset,
+            offset: common,
             tabs,
             tab,
             identity,

@@ -21,7 +21,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::tool_args::{Arg, bad, fields};
-use super::udiff::{HunkLine, ops_of, removed_lines_hold};
+use super::udiff::{HunkLine, kept_lines, ops_of};
 use super::{
     Action, EditOp, FileChange, FormatDef, FormatEdit, Patch, Removal, Resolution, ResolveContext,
 };
@@ -377,9 +377,11 @@ fn parse_envelope(input: &str, lines: &[&str], from: usize) -> Result<Envelope, 
 
 // ------------------------------------------------------------------ resolving
 
-/// Lines whose trimmed text is the anchor (or, when none is, starts with it),
-/// within `scope`.
-fn find_anchor(doc: &Document, anchor: &str, scope: Range<usize>) -> Vec<usize> {
+/// Lines whose trimmed text is the anchor (or, when none is, starts with it;
+/// or, when none does, that the anchor is a typo of — the rule a removed
+/// line is held to, for an anchor of at least `min_chars` non-space
+/// characters, as the approximate step asks of a block), within `scope`.
+fn find_anchor(doc: &Document, anchor: &str, scope: Range<usize>, min_chars: usize) -> Vec<usize> {
     let a = anchor.trim();
     let equal: Vec<usize> = scope.clone().filter(|&i| doc.line(i).trim() == a).collect();
     if !equal.is_empty() {
@@ -392,8 +394,15 @@ fn find_anchor(doc: &Document, anchor: &str, scope: Range<usize>) -> Vec<usize> 
     if !folded.is_empty() {
         return folded;
     }
-    scope
+    let prefixed: Vec<usize> = scope
+        .clone()
         .filter(|&i| doc.line(i).trim_start().starts_with(a))
+        .collect();
+    if !prefixed.is_empty() || a.chars().filter(|c| !c.is_whitespace()).count() < min_chars {
+        return prefixed;
+    }
+    scope
+        .filter(|&i| super::locate::is_typo_of(a, doc.line(i)))
         .collect()
 }
 
@@ -476,6 +485,22 @@ fn locate_in(
         })
 }
 
+/// The shared approximate step ([`locate::approximate`](super::locate::approximate))
+/// within `scope`: the cascade, then [`settle`](super::locate::settle).
+fn approximate_in(
+    doc: &Document,
+    old: &[&str],
+    kept: &[bool],
+    scope: &Range<usize>,
+    opts: &MatchOptions,
+) -> Result<Match, MatchError> {
+    let m = locate_in(doc, old, scope, opts, false)?
+        .into_iter()
+        .next()
+        .ok_or(MatchError::EmptyNeedle)?;
+    super::locate::settle(doc, old, kept, m)
+}
+
 fn resolve_chunk(
     c: &Chunk,
     doc: &Document,
@@ -486,42 +511,87 @@ fn resolve_chunk(
     // before it allows; after it, the chunk must *start* in its zone: the block
     // it opens (deeper-indented lines and the line closing them), or, for a
     // line that opens no block, everything after it. The chunk may run past.
+    //
+    // An anchor line that occurs more than once (`impl Dir {` in two `cfg`
+    // variants) narrows to all of its zones: the chunk's own lines then
+    // decide, and must still be unique. An anchor found nowhere in the file,
+    // not even as a typo, says nothing about where the chunk is: for a chunk
+    // with lines enough of its own to be located by (the approximate step's
+    // 12 non-space characters), it is passed over with a note; a pure
+    // addition or a chunk of a line or two has nothing else to go by and fails.
     let n = doc.line_count();
-    let mut zone = 0..n;
-    let mut last_anchor = None;
+    let min_chars = if opts.max_tier < Tier::Fuzzy {
+        usize::MAX
+    } else {
+        opts.fuzzy_min_chars
+    };
+    let has_old = c.lines.iter().any(|l| !matches!(l, HunkLine::Add(_)));
+    // Enough of its own to be located by: the approximate step's minimum.
+    let own_chars: usize = c
+        .lines
+        .iter()
+        .filter_map(|l| match l {
+            HunkLine::Context(t) | HunkLine::Remove(t) => Some(t),
+            HunkLine::Add(_) => None,
+        })
+        .map(|t| t.chars().filter(|ch| !ch.is_whitespace()).count())
+        .sum();
+    let mut notes = Vec::new();
+    // (zone, the anchor line that opened it)
+    let mut zones: Vec<(Range<usize>, Option<usize>)> = vec![(0..n, None)];
     for a in &c.anchors {
-        let search = last_anchor.map_or(zone.clone(), |k: usize| k + 1..zone.end);
-        match find_anchor(doc, a, search).as_slice() {
-            [] => return Err(EditError::AnchorNotFound { anchor: a.clone() }),
-            [at] => {
-                last_anchor = Some(*at);
-                let block = block_after(doc, *at);
+        let mut next: Vec<(Range<usize>, Option<usize>)> = Vec::new();
+        for (zone, last) in &zones {
+            let search = last.map_or(zone.clone(), |k: usize| k + 1..zone.end);
+            for at in find_anchor(doc, a, search, min_chars) {
+                if next.iter().any(|(_, l)| *l == Some(at)) {
+                    continue;
+                }
+                let block = block_after(doc, at);
                 let opens = block.clone().any(|i| {
                     let l = doc.line(i);
                     !l.trim().is_empty()
                         && indent_width(split_indent(l).0, 4)
-                            > indent_width(split_indent(doc.line(*at)).0, 4)
+                            > indent_width(split_indent(doc.line(at)).0, 4)
                 });
-                zone = if opens { *at..block.end } else { *at..n };
-            }
-            many => {
-                return Err(EditError::Ambiguous {
-                    tier: Tier::Exact,
-                    candidates: many
-                        .iter()
-                        .map(|&i| Candidate {
-                            range: i..i + 1,
-                            similarity: 1.0,
-                        })
-                        .collect(),
-                });
+                let zone = if opens { at..block.end } else { at..n };
+                next.push((zone, Some(at)));
             }
         }
+        if next.is_empty() {
+            if own_chars >= opts.fuzzy_min_chars && find_anchor(doc, a, 0..n, min_chars).is_empty()
+            {
+                notes.push(Warning::AnchorIgnored { anchor: a.clone() });
+                continue;
+            }
+            return Err(EditError::AnchorNotFound { anchor: a.clone() });
+        }
+        zones = next;
     }
-    let scope = zone.start..n;
+    if zones.len() > 1 && !has_old {
+        // A pure addition goes right after its anchor: two anchors, two places.
+        return Err(EditError::Ambiguous {
+            tier: Tier::Exact,
+            candidates: zones
+                .iter()
+                .filter_map(|(_, l)| *l)
+                .map(|i| Candidate {
+                    range: i..i + 1,
+                    similarity: 1.0,
+                })
+                .collect(),
+        });
+    }
+    let last_anchor = zones.first().and_then(|(_, l)| *l);
+    let first = zones.iter().map(|(z, _)| z.start).min().unwrap_or(0);
+    let scope = first..n;
     let in_zone = |v: Vec<Match>| -> Vec<Match> {
         v.into_iter()
-            .filter(|m| zone.contains(&m.range.start) || zone.is_empty())
+            .filter(|m| {
+                zones
+                    .iter()
+                    .any(|(z, _)| z.contains(&m.range.start) || z.is_empty())
+            })
             .collect()
     };
     let (old, ops) = ops_of(&c.lines);
@@ -574,20 +644,46 @@ fn resolve_chunk(
             });
         }
         Err(MatchError::NotFound { .. }) => {
-            // Already applied: the chunk's result is where it would go.
-            if c.lines.iter().any(|l| matches!(l, HunkLine::Context(_))) {
-                let new_refs: Vec<&str> = new.iter().map(String::as_str).collect();
-                if let Ok([m]) = locate_in(doc, &new_refs, &scope, &strict, true)
-                    .map(&in_zone)
-                    .as_deref()
-                {
-                    let mut r = Resolution::status(EditStatus::AlreadyApplied);
-                    r.lines = Some(m.range.clone());
-                    r.tier = Some(m.tier);
-                    return Ok(r);
+            // Already applied: the chunk's result is where it would go. Only
+            // a new side that adds a line proves it before the approximate
+            // search (locate.md); a deletion's only once its old side is
+            // found nowhere, not even approximately.
+            let new_refs: Vec<&str> = new.iter().map(String::as_str).collect();
+            let proves = super::locate::proves_applied(&old, &new_refs);
+            let shows = super::locate::deletion_shows(&old, &kept_lines(&c.lines));
+            let has_context = c.lines.iter().any(|l| matches!(l, HunkLine::Context(_)));
+            let done_by_new = |require_proof: bool| -> Option<Resolution> {
+                let allowed = if require_proof {
+                    proves
+                } else {
+                    !proves && shows
+                };
+                if !has_context || !allowed {
+                    return None;
                 }
+                let found = locate_in(doc, &new_refs, &scope, &strict, true)
+                    .map(&in_zone)
+                    .ok()?;
+                let [m] = found.as_slice() else {
+                    return None;
+                };
+                if require_proof
+                    && !super::locate::applied_here(doc, &old, m.range.clone(), false, opts)
+                {
+                    return None;
+                }
+                let mut r = Resolution::status(EditStatus::AlreadyApplied);
+                r.lines = Some(m.range.clone());
+                r.tier = Some(m.tier);
+                Some(r)
+            };
+            if let Some(r) = done_by_new(true) {
+                return Ok(r);
             }
             if opts.max_tier < Tier::Fuzzy {
+                if let Some(r) = done_by_new(false) {
+                    return Ok(r);
+                }
                 let nearest = MatchOptions {
                     nearest: true,
                     ..opts.clone()
@@ -596,17 +692,16 @@ fn resolve_chunk(
                     .err()
                     .map_or(EditError::BlankSearch, EditError::from));
             }
-            let m = locate_in(doc, &old, &scope, opts, false).map_err(EditError::from)?;
-            let m = m.into_iter().next().ok_or(EditError::BlankSearch)?;
-            // A chunk never deletes a line it misquotes (as unified diffs).
-            if !removed_lines_hold(doc, &c.lines, &m) {
-                return Err(EditError::NotFound {
-                    nearest: vec![Candidate::from(&m)],
-                    bounded: false,
-                    after_edit: None,
-                });
+            match approximate_in(doc, &old, &kept_lines(&c.lines), &scope, opts) {
+                Ok(m) => vec![m],
+                Err(e @ MatchError::NotFound { .. }) => {
+                    if let Some(r) = done_by_new(false) {
+                        return Ok(r);
+                    }
+                    return Err(e.into());
+                }
+                Err(e) => return Err(e.into()),
             }
-            vec![m]
         }
         Err(e) => return Err(e.into()),
     };
@@ -656,6 +751,7 @@ fn resolve_chunk(
     r.tier = Some(m.tier);
     r.similarity = Some(m.similarity);
     r.lines = Some(m.range);
+    r.warnings.extend(notes);
     Ok(r)
 }
 

@@ -59,6 +59,7 @@
 
 pub(crate) mod apply_patch;
 pub(crate) mod hashline;
+pub(crate) mod locate;
 pub(crate) mod search_replace;
 pub(crate) mod tool_args;
 pub(crate) mod udiff;

@@ -807,32 +807,6 @@ fn fragment_candidates(joined: &Joined, occurrences: &[Range<usize>]) -> Vec<Can
         .collect()
 }
 
-/// Whether `replace` adds something `search` lacks (so finding it proves the edit is in).
-fn adds_lines(search: &[String], replace: &[String]) -> bool {
-    // A non-blank line REPLACE has more often than SEARCH is an addition
-    // whatever the alignment: counted in linear time, which also spares the
-    // line diff (quadratic when the two sides share nothing) on huge blocks.
-    let mut counts: std::collections::HashMap<&str, isize> = std::collections::HashMap::new();
-    for l in search {
-        *counts.entry(l.as_str()).or_default() += 1;
-    }
-    for l in replace.iter().filter(|l| !l.trim().is_empty()) {
-        let c = counts.entry(l.as_str()).or_default();
-        *c -= 1;
-        if *c < 0 {
-            return true;
-        }
-    }
-    // Only reordering can add a line now; past this size the diff could cost
-    // seconds, and "no" only means the edit is not taken as already applied.
-    if search.len().saturating_mul(replace.len()) > 1 << 24 {
-        return false;
-    }
-    ops_from_diff(search, replace)
-        .iter()
-        .any(|op| matches!(op, splice::Op::Add(l) if !l.trim().is_empty()))
-}
-
 /// What looking for the REPLACE text found.
 enum Done {
     /// REPLACE sits where SEARCH would have matched: the edit is already there.
@@ -855,7 +829,9 @@ fn already_applied(
     max_tier: Tier,
     hint: Option<usize>,
 ) -> Done {
-    if replace.iter().all(|l| l.trim().is_empty()) || !adds_lines(search, replace) {
+    if replace.iter().all(|l| l.trim().is_empty())
+        || !super::locate::proves_applied(search, replace)
+    {
         return Done::Absent;
     }
     let strict = MatchOptions {
@@ -867,7 +843,13 @@ fn already_applied(
         return Done::Absent;
     };
     let hinted = hint.is_some_and(|h| m.range.start.saturating_sub(2) <= h && h < m.range.end + 2);
-    if !hinted && !matcher::best_place_is(doc, search, m.range.clone(), &MatchOptions::default()) {
+    if !super::locate::applied_here(
+        doc,
+        search,
+        m.range.clone(),
+        hinted,
+        &MatchOptions::default(),
+    ) {
         return Done::Elsewhere;
     }
     let mut r = Resolution::status(EditStatus::AlreadyApplied);
@@ -1046,7 +1028,17 @@ fn resolve_block(
             }
             Ok(place(doc, search, replace, &found))
         } else {
-            let m = matcher::locate(doc, search, hint, opts).map_err(EditError::from)?;
+            let m = matcher::locate(doc, search, hint, opts)
+                .and_then(|m| {
+                    if m.tier < Tier::Fuzzy {
+                        return Ok(m);
+                    }
+                    // The approximate step holds rewritten lines as every format does (locate.md).
+                    let kept =
+                        super::locate::kept_of(search.len(), &ops_from_diff(search, replace));
+                    super::locate::settle(doc, search, &kept, m)
+                })
+                .map_err(EditError::from)?;
             let by_hint = m.by_hint;
             let mut r = place(doc, search, replace, std::slice::from_ref(&m));
             if by_hint {
@@ -1166,11 +1158,48 @@ fn resolve_block(
             Err(e) => return Err(e),
         }
     }
+    if elision_error.is_none() && !multi {
+        if let Some(res) = deletion_done(doc, &primary.search, &primary.replace, hint, opts) {
+            return Ok(res);
+        }
+    }
     Err(elision_error.or(failure).unwrap_or(EditError::NotFound {
         nearest: Vec::new(),
         bounded: false,
         after_edit: None,
     }))
+}
+
+/// A deletion re-sent, as every quoting format decides it (locate.md §4):
+/// SEARCH is nowhere, not even approximately (the caller tried), REPLACE
+/// adds nothing, a kept non-blank line brackets every run of removed lines,
+/// and REPLACE stands in the file at one place (strict tiers; the hint picks
+/// among several as it does for SEARCH).
+fn deletion_done(
+    doc: &Document,
+    search: &[String],
+    replace: &[String],
+    hint: Option<usize>,
+    opts: &MatchOptions,
+) -> Option<Resolution> {
+    if blank(replace) || super::locate::proves_applied(search, replace) {
+        return None;
+    }
+    let kept = super::locate::kept_of(search.len(), &ops_from_diff(search, replace));
+    if !super::locate::deletion_shows(search, &kept) {
+        return None;
+    }
+    let strict = MatchOptions {
+        max_tier: opts.max_tier.min(Tier::Unicode),
+        nearest: false,
+        ..opts.clone()
+    };
+    let m = matcher::locate(doc, replace, hint, &strict).ok()?;
+    let mut r = Resolution::status(EditStatus::AlreadyApplied);
+    r.tier = Some(m.tier);
+    r.similarity = Some(m.similarity);
+    r.lines = Some(m.range);
+    Some(r)
 }
 
 /// The tool-call form: `old_string` as a literal substring first.

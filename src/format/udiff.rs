@@ -16,8 +16,10 @@
 //! taken, and a hunk without context lines is placed by position only when
 //! the file is known to be the diff's pre-image (git blob id) — otherwise
 //! refused. When the whole old side is not found, up to two outer context
-//! lines may be dropped (like `patch`'s fuzz) if the rest is unique; removed
-//! lines are never relaxed beyond whitespace and Unicode folding.
+//! lines may be dropped (like `patch`'s fuzz) if the rest is unique at its own
+//! indentation; then the approximate step every quoting format shares
+//! ([`locate`](super::locate): a `-` line may carry a typo, never another
+//! word or value).
 //!
 //! Invariant: context lines keep the file's bytes; only `-` and `+` lines
 //! change; the final newline changes only when the diff's markers say so.
@@ -801,27 +803,6 @@ fn choose(
     }
 }
 
-/// Whether the `-` lines of a fuzzy match are the file's lines up to
-/// whitespace and Unicode folding: a diff (or an apply_patch chunk) never
-/// deletes a line it misquotes.
-pub(super) fn removed_lines_hold(doc: &Document, lines: &[HunkLine], m: &Match) -> bool {
-    let mut i = 0;
-    for l in lines {
-        match l {
-            HunkLine::Context(_) => i += 1,
-            HunkLine::Remove(t) => {
-                let aligned = m.alignment.get(i).copied().flatten();
-                if !aligned.is_some_and(|d| matcher::same_up_to_unicode(t, doc.line(d))) {
-                    return false;
-                }
-                i += 1;
-            }
-            HunkLine::Add(_) => {}
-        }
-    }
-    true
-}
-
 fn resolve_hunk(
     h: &Hunk,
     doc: &Document,
@@ -938,8 +919,13 @@ fn resolve_hunk(
         r
     };
     // The new side word for word (exact tier): evidence the hunk is already in.
+    // Only a new side that adds a line the old side lacks proves anything by
+    // being there (locate.md): a deletion's new side is its context, which
+    // stands in the file whether or not the deletion was made.
+    let proves = super::locate::proves_applied(&old, &new);
+    let shows = super::locate::deletion_shows(&old, &kept_lines(&h.lines));
     let new_exactly = || -> Vec<Match> {
-        if new.is_empty() || !h.has_context() {
+        if new.is_empty() || !h.has_context() || !proves {
             return Vec::new();
         }
         let exact = MatchOptions {
@@ -977,13 +963,30 @@ fn resolve_hunk(
         Err(e) => return Err(unplaceable_if_empty(e)),
     }
     // 2. Already applied: the new side is there (and the hunk says something
-    //    besides position: context, or a verified file).
-    if !new.is_empty() && (h.has_context() || ctx.verified) {
-        if let Ok(found) = matcher::locate_all(doc, &new, &strict(opts)) {
-            if let Ok(m) = choose(found, h, doc.line_count(), expected_new, trust) {
-                return Ok(already_at(m.range));
-            }
+    //    besides position: context, or a verified file), it adds a line the
+    //    old side lacks, and it stands where the old side would have matched.
+    //    A deletion's new side is looked for only once the old side is found
+    //    nowhere, not even approximately (step 5).
+    let done_by_new = |require_proof: bool| -> Option<Resolution> {
+        if new.is_empty() || !(h.has_context() || ctx.verified) {
+            return None;
         }
+        let allowed = if require_proof {
+            proves
+        } else {
+            !proves && (ctx.verified || shows)
+        };
+        if !allowed {
+            return None;
+        }
+        let found = matcher::locate_all(doc, &new, &strict(opts)).ok()?;
+        let m = choose(found, h, doc.line_count(), expected_new, trust).ok()?;
+        let at_hint = ctx.verified || ctx.bracketed || Some(m.range.start) == expected_new;
+        (!require_proof || super::locate::applied_here(doc, &old, m.range.clone(), at_hint, opts))
+            .then(|| already_at(m.range))
+    };
+    if let Some(r) = done_by_new(true) {
+        return Ok(r);
     }
     // 3. Fuzz: drop outer context lines, keeping the rest unique.
     let (lead, trail) = h.context_edges();
@@ -1003,7 +1006,14 @@ fn resolve_hunk(
         if needle.iter().all(|l| l.trim().is_empty()) {
             continue;
         }
-        if let Ok(found) = matcher::locate_all(doc, &needle, &strict(opts)) {
+        // What remains must match at its own indentation: a remainder found
+        // only at another one lost the lines that showed how the block is
+        // indented, and its new lines would be re-indented by a guess.
+        let as_written = MatchOptions {
+            max_tier: opts.max_tier.min(Tier::Whitespace),
+            ..strict(opts)
+        };
+        if let Ok(found) = matcher::locate_all(doc, &needle, &as_written) {
             if let [m] = found.as_slice() {
                 let w = vec![Warning::Fuzz {
                     dropped: drop_lead + drop_trail,
@@ -1012,32 +1022,36 @@ fn resolve_hunk(
             }
         }
     }
-    // 4. The fuzzy tier, with the removed lines held to the file's; several
-    //    close places are settled like the strict tiers: only the one exactly at
-    //    the stated line, never the nearest.
+    // 4. The fuzzy tier (locate.md: every quoted line alike, context or
+    //    `-`); several close places are settled like the strict tiers: only
+    //    the one exactly at the stated line, never the nearest.
+    let mut failure = None;
     if opts.max_tier == Tier::Fuzzy {
-        let found = match matcher::locate(doc, &old, None, opts) {
+        let kept = kept_lines(&h.lines);
+        let found = match super::locate::approximate(doc, &old, &kept, None, opts) {
             Err(MatchError::Ambiguous { candidates, .. })
                 if position_trusted
                     && expected.is_some_and(|e| candidates.iter().any(|c| c.range.start == e)) =>
             {
-                matcher::locate(doc, &old, expected, opts)
+                super::locate::approximate(doc, &old, &kept, expected, opts)
             }
             other => other,
         };
         match found {
-            Ok(m) if removed_lines_hold(doc, &h.lines, &m) => {
-                return Ok(place(m, Vec::new(), &old, &ops, 0));
-            }
-            Ok(m) => {
-                return Err(EditError::NotFound {
-                    nearest: vec![Candidate::from(&m)],
-                    bounded: false,
-                    after_edit: None,
-                });
-            }
+            Ok(m) => return Ok(place(m, Vec::new(), &old, &ops, 0)),
+            // (A `-` line naming another word or value: `settle` quotes
+            // the place as the nearest.)
+            Err(e @ MatchError::NotFound { .. }) => failure = Some(e),
             Err(e) => return Err(unplaceable_if_empty(e)),
         }
+    }
+    // 5. A deletion re-sent: its old side is nowhere, even approximately,
+    //    and its context lines stand together.
+    if let Some(r) = done_by_new(false) {
+        return Ok(r);
+    }
+    if let Some(e) = failure {
+        return Err(unplaceable_if_empty(e));
     }
     let nearest = MatchOptions {
         nearest: true,
@@ -1068,6 +1082,18 @@ fn appended_at_end(h: &Hunk, doc: &Document, m: &Match, new: &[&str]) -> Option<
         && fits
         && (start..n).zip(new).all(|(i, l)| doc.line(i) == *l))
     .then_some(start..n)
+}
+
+/// For each old-side line (context and `-`), whether the hunk keeps it.
+pub(super) fn kept_lines(lines: &[HunkLine]) -> Vec<bool> {
+    lines
+        .iter()
+        .filter_map(|l| match l {
+            HunkLine::Context(_) => Some(true),
+            HunkLine::Remove(_) => Some(false),
+            HunkLine::Add(_) => None,
+        })
+        .collect()
 }
 
 fn line_text(l: &HunkLine) -> &str {

@@ -500,3 +500,42 @@ fn whole_fence_closed_early() {
     };
     insta::assert_snapshot!("whole_fence_closed_early", feedback::parse_error(&e, None));
 }
+
+const CONFIG: &str =
+    "DEBUG = False\nHOST = \"0.0.0.0\"\nPORT = 8000\nWORKERS = 4\nTIMEOUT = 30\nRETRIES = 3\n";
+
+/// Issue 10, one locate policy: a rewritten line that names another value
+/// (`WORKERS = 6` where the file has 4) is refused alike in search/replace,
+/// a unified diff and apply_patch, each quoting the nearest place; a typo
+/// in it (`WORKRES = 4`) is applied alike.
+#[test]
+fn locate_rewritten_line_with_another_value() {
+    let sr = "config.py\n<<<<<<< SEARCH\nHOST = \"0.0.0.0\"\nPORT = 8000\nWORKERS = 6\nTIMEOUT = 30\n=======\nHOST = \"0.0.0.0\"\nPORT = 8000\nWORKERS = 8\nTIMEOUT = 30\n>>>>>>> REPLACE\n";
+    let ud = "--- a/config.py\n+++ b/config.py\n@@ -2,4 +2,4 @@\n HOST = \"0.0.0.0\"\n PORT = 8000\n-WORKERS = 6\n+WORKERS = 8\n TIMEOUT = 30\n";
+    let ap = "*** Begin Patch\n*** Update File: config.py\n HOST = \"0.0.0.0\"\n PORT = 8000\n-WORKERS = 6\n+WORKERS = 8\n TIMEOUT = 30\n*** End Patch\n";
+    let all = [sr, ud, ap]
+        .iter()
+        .map(|e| message_in(&[("config.py", CONFIG)], e))
+        .collect::<Vec<_>>()
+        .join("\n---\n");
+    insta::assert_snapshot!("locate_rewritten_line_another_value", all);
+    let typo = [sr, ud, ap]
+        .iter()
+        .map(|e| e.replace("WORKERS = 6", "WORKRES = 4"))
+        .map(|e| message_in(&[("config.py", CONFIG)], &e))
+        .collect::<Vec<_>>()
+        .join("\n---\n");
+    insta::assert_snapshot!("locate_rewritten_line_typo", typo);
+}
+
+/// Issue 10: an apply_patch `@@` line found nowhere in the file (a typo too
+/// short to place) is passed over with a note naming it.
+#[test]
+fn locate_anchor_passed_over() {
+    let file = "def main():\n    cfg = load(\"config.json\")\n    cfg[\"runs\"] += 1\n    save(\"config.json\", cfg)\n";
+    let patch = "*** Begin Patch\n*** Update File: app.py\n@@ def mai():\n     cfg = load(\"config.json\")\n-    cfg[\"runs\"] += 1\n+    cfg[\"runs\"] += 2\n     save(\"config.json\", cfg)\n*** End Patch\n";
+    insta::assert_snapshot!(
+        "locate_anchor_passed_over",
+        message_in(&[("app.py", file)], patch)
+    );
+}

@@ -1,0 +1,237 @@
+//! The one locate policy of the text-quoting formats (search/replace,
+//! unified diff, apply_patch): the rules by which a block of quoted old lines
+//! is taken to stand for a place in the file, or its new lines to show the
+//! edit is already there. The spec is `edit-formats/locate.md`.
+//!
+//! Each format feeds the same things in: its old side (SEARCH lines; a diff's
+//! or a chunk's context and `-` lines, in order), its new side, and what it
+//! has for a position (a `:start_line:` hint, a hunk's stated line) — a hint
+//! that breaks ties, never a place of its own. Formats differ in how they
+//! read their text and in what they do with the place; they do not differ
+//! here: the same tiers, the same thresholds and margin, every quoted line
+//! (kept or removed) matched the same way.
+//!
+//! Owns: the fuzzy step ([`approximate`]) and the already-applied evidence
+//! rules ([`proves_applied`], [`applied_here`]). Does not own: the cascade
+//! itself ([`matcher`]), splitting, parsing, splicing, or words.
+//!
+//! Invariant: a located place is the one the matcher found with the caller's
+//! [`MatchOptions`] unchanged; no format relaxes or tightens it.
+
+use std::collections::HashMap;
+use std::ops::Range;
+
+use crate::matcher::{self, Candidate, Match, MatchError, MatchOptions};
+use crate::splice::{self, Op};
+use crate::text::Document;
+
+/// The last resort, the same for every format: the whole cascade, fuzzy tier
+/// included, over the old side with the caller's options, then
+/// [`settle`]. `kept[i]`: whether the edit keeps old line `i`.
+pub(crate) fn approximate<S: AsRef<str>>(
+    doc: &Document,
+    old: &[S],
+    kept: &[bool],
+    hint: Option<usize>,
+    opts: &MatchOptions,
+) -> Result<Match, MatchError> {
+    matcher::locate(doc, old, hint, opts).and_then(|m| settle(doc, old, kept, m))
+}
+
+/// A place the cascade found, accepted when its removed lines hold
+/// ([`removed_lines_hold`]); otherwise not found, with that place as the
+/// nearest text.
+pub(crate) fn settle<S: AsRef<str>>(
+    doc: &Document,
+    old: &[S],
+    kept: &[bool],
+    m: Match,
+) -> Result<Match, MatchError> {
+    if removed_lines_hold(doc, old, kept, &m) {
+        Ok(m)
+    } else {
+        Err(MatchError::NotFound {
+            nearest: vec![Candidate::from(&m)],
+            bounded: false,
+        })
+    }
+}
+
+/// For each old line, whether the edit keeps it, from the edit's ops.
+pub(crate) fn kept_of(old_len: usize, ops: &[Op]) -> Vec<bool> {
+    let mut kept = vec![false; old_len];
+    for op in ops {
+        if let Op::Keep(i) = op {
+            if let Some(k) = kept.get_mut(*i) {
+                *k = true;
+            }
+        }
+    }
+    kept
+}
+
+/// Most character edits (insertions, deletions, substitutions, swaps of
+/// neighbours) a quoted line the edit removes may differ from the file's line
+/// by.
+pub(crate) const REMOVED_LINE_TYPOS: usize = 2;
+
+/// Whether every old line the edit does not keep (`kept[i]` false: a `-`
+/// line, or a SEARCH line REPLACE rewrites or drops) stands for the file
+/// line `m` aligns it with: equal up to whitespace and Unicode folding, or
+/// off by a typo — at most [`REMOVED_LINE_TYPOS`] character edits, none
+/// turning one number into another (`WORKERS = 6` is not `WORKERS = 4`;
+/// `# line v` may be `# line 7` mistyped). A line that says another word or another value is the model's
+/// stale idea of the file, and the edit was meant for other text: refused,
+/// whatever the format. Kept lines may differ more (the margin decides).
+pub(crate) fn removed_lines_hold<S: AsRef<str>>(
+    doc: &Document,
+    old: &[S],
+    kept: &[bool],
+    m: &Match,
+) -> bool {
+    old.iter().enumerate().all(|(i, l)| {
+        if kept.get(i).copied().unwrap_or(true) {
+            return true;
+        }
+        match m.alignment.get(i).copied().flatten() {
+            Some(d) => is_typo_of(l.as_ref(), doc.line(d)),
+            // A blank line the file does not have there removes nothing.
+            None => l.as_ref().trim().is_empty(),
+        }
+    })
+}
+
+/// Whether `quoted` is `line` up to whitespace, Unicode folding and a typo.
+pub(crate) fn is_typo_of(quoted: &str, line: &str) -> bool {
+    if matcher::same_up_to_unicode(quoted, line) {
+        return true;
+    }
+    let (a, b) = (matcher::normal_body(quoted), matcher::normal_body(line));
+    let numbers = |s: &str| -> Vec<String> {
+        s.split(|c: char| !c.is_ascii_digit())
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let (na, nb) = (numbers(&a), numbers(&b));
+    // The same count of numbers, one of them different: another value.
+    let other_value = na.len() == nb.len() && na != nb;
+    !other_value && strsim::osa_distance(&a, &b) <= REMOVED_LINE_TYPOS
+}
+
+/// Whether `new` holds a non-blank line `old` lacks, so that finding `new`
+/// in the file proves the edit was made. A new side that only drops lines (a
+/// deletion: its lines are all old lines) proves nothing by being there.
+pub(crate) fn proves_applied<A: AsRef<str>, B: AsRef<str>>(old: &[A], new: &[B]) -> bool {
+    // A non-blank line the new side has more often than the old is an
+    // addition whatever the alignment: counted in linear time, which also
+    // spares the line diff (quadratic when the two sides share nothing) on
+    // huge blocks.
+    let mut counts: HashMap<&str, isize> = HashMap::new();
+    for l in old {
+        *counts.entry(l.as_ref()).or_default() += 1;
+    }
+    for l in new
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|l| !l.trim().is_empty())
+    {
+        let c = counts.entry(l).or_default();
+        *c -= 1;
+        if *c < 0 {
+            return true;
+        }
+    }
+    // Only reordering can add a line now; past this size the diff could cost
+    // seconds, and "no" only means the edit is not taken as already applied.
+    if old.len().saturating_mul(new.len()) > 1 << 24 {
+        return false;
+    }
+    splice::ops_from_diff(old, new)
+        .iter()
+        .any(|op| matches!(op, Op::Add(l) if !l.trim().is_empty()))
+}
+
+/// Whether a new side that proves nothing by itself (a deletion) shows the
+/// edit made when it stands in the file: every run of removed old lines has
+/// a kept non-blank line before it and after it, so the kept lines standing
+/// together are lines the deletion joined. `kept[i]`: whether old line `i`
+/// stays. A deletion at the edge of its block (`def c():` then `-    pass`)
+/// leaves nothing that shows it, and a kept blank line shows nothing either:
+/// blank lines stand everywhere.
+pub(crate) fn deletion_shows<S: AsRef<str>>(old: &[S], kept: &[bool]) -> bool {
+    let mut anchored = false;
+    let mut open_run = false;
+    for (line, &k) in old.iter().zip(kept) {
+        let blank = line.as_ref().trim().is_empty();
+        if k && !blank {
+            anchored = true;
+            open_run = false;
+        } else if !k {
+            if !anchored {
+                return false;
+            }
+            open_run = true;
+        }
+    }
+    !open_run
+}
+
+/// Whether new lines found at `region` are this edit's result: the place the
+/// old side would have matched is there — the caller's position says so
+/// (`at_hint`), or the old side's most similar place in the file overlaps
+/// `region` (no window elsewhere beats it by the fuzzy margin, see
+/// [`matcher::best_place_is`]). New text found elsewhere is another place
+/// that merely looks done.
+pub(crate) fn applied_here<S: AsRef<str>>(
+    doc: &Document,
+    old: &[S],
+    region: Range<usize>,
+    at_hint: bool,
+    opts: &MatchOptions,
+) -> bool {
+    at_hint || matcher::best_place_is(doc, old, region, opts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn removed_lines_may_carry_typos_but_not_other_words_or_values() {
+        assert!(is_typo_of("    B().runn()", "    B().run()"));
+        assert!(is_typo_of("return  sefl.x", "return self.x"));
+        assert!(!is_typo_of("WORKERS = 6", "WORKERS = 4"));
+        assert!(!is_typo_of(
+            "log(\"parse %d chars\")",
+            "log(\"parse %d bytes\")"
+        ));
+        assert!(!is_typo_of("cfg[\"count\"] += 1", "cfg[\"runs\"] += 1"));
+    }
+
+    #[test]
+    fn a_deletion_shows_only_between_kept_lines() {
+        assert!(deletion_shows(&["a", "x", "b"], &[true, false, true]));
+        assert!(deletion_shows(
+            &["a", "x", "y", "b", "z", "c"],
+            &[true, false, false, true, false, true]
+        ));
+        assert!(!deletion_shows(&["a", "x"], &[true, false]));
+        assert!(!deletion_shows(&["x", "a"], &[false, true]));
+        // A kept blank line after the run shows nothing.
+        assert!(!deletion_shows(&["a", "x", ""], &[true, false, true]));
+        assert!(deletion_shows(
+            &["a", "x", "", "b"],
+            &[true, false, true, true]
+        ));
+    }
+
+    #[test]
+    fn a_deletion_proves_nothing() {
+        assert!(!proves_applied(&["a", "b", "c"], &["a", "c"]));
+        assert!(proves_applied(&["a", "b"], &["a", "x", "b"]));
+        assert!(!proves_applied(&["a", "b"], &["a", "", "b"]));
+        // Reordered lines are an addition the counts miss.
+        assert!(proves_applied(&["a", "b"], &["b", "a"]));
+    }
+}
