@@ -986,18 +986,52 @@ pub fn resolve_file(
         let offset_of = |r: &Option<Resolution>| r.as_ref().and_then(|r| r.offset);
         let before = resolved[..k].iter().rev().find_map(offset_of);
         let after = resolved[k + 1..].iter().find_map(offset_of);
-        if let (Some(a), Some(b)) = (before, after) {
-            if a == b {
-                let bracketed = ResolveContext {
-                    offset: a,
-                    bracketed: true,
-                    ..ctx.clone()
-                };
-                if let Ok(res) = ops[k].resolve(doc, &bracketed) {
-                    reports[k].error = None;
-                    record(&mut reports[k], &res);
-                    resolved[k] = Some(res);
-                }
+        // The offset to trust, and the line the edit must then start at.
+        let mut pinned = match (before, after) {
+            (Some(a), Some(b)) if a == b => Some((a, None)),
+            _ => None,
+        };
+        // Else the order of the hunks may place it: a diff's hunks come in
+        // file order, so of its places only those between the edits placed
+        // before and after it can be meant; exactly one is determined.
+        if let (None, EditOp::Hunk(h), Some(EditError::Ambiguous { candidates, .. })) =
+            (pinned, &ops[k], &reports[k].error)
+        {
+            let lines_of = |r: &Option<Resolution>| r.as_ref().and_then(|r| r.lines.clone());
+            let low = resolved[..k]
+                .iter()
+                .rev()
+                .find_map(lines_of)
+                .map_or(0, |l| l.end);
+            let high = resolved[k + 1..]
+                .iter()
+                .find_map(lines_of)
+                .map_or(doc.line_count(), |l| l.start);
+            let mut inside = candidates
+                .iter()
+                .filter(|c| low <= c.range.start && c.range.end <= high);
+            if let (Some(only), None, Some(stated)) =
+                (inside.next(), inside.next(), h.stated_start())
+            {
+                pinned = Some((
+                    only.range.start as isize - stated as isize,
+                    Some(only.range.start),
+                ));
+            }
+        }
+        if let Some((offset, start)) = pinned {
+            let bracketed = ResolveContext {
+                offset,
+                bracketed: true,
+                ..ctx.clone()
+            };
+            let placed = |res: &Resolution| {
+                start.is_none_or(|s| res.lines.as_ref().is_some_and(|l| l.start == s))
+            };
+            if let Some(res) = ops[k].resolve(doc, &bracketed).ok().filter(placed) {
+                reports[k].error = None;
+                record(&mut reports[k], &res);
+                resolved[k] = Some(res);
             }
         }
     }
