@@ -159,16 +159,18 @@ impl Plan {
         let mut changes: Vec<Change> = Vec::new();
         for w in self.writes.drain(..) {
             let moved = w.new_path.is_some();
-            if let Some(after) = &w.after {
+            let deleted = w.after.is_none();
+            if let Some(after) = w.after {
                 changes.push(Change::Write {
-                    bytes: after.to_bytes(),
+                    // The text's own buffer: a large file is not copied once more.
+                    bytes: after.into_bytes(),
                     path: w.new_path.clone().unwrap_or_else(|| w.path.clone()),
                     // A new path must be free; the old one is checked by its delete.
                     expected_hash: if moved { None } else { w.hash },
                     mode: w.mode,
                 });
             }
-            if let (true, Some(hash)) = (moved || w.after.is_none(), w.hash) {
+            if let (true, Some(hash)) = (moved || deleted, w.hash) {
                 changes.push(Change::Delete {
                     path: w.path,
                     expected_hash: hash,
@@ -572,10 +574,18 @@ fn path_problem_basic(e: &WorkspaceError) -> EditError {
 
 /// The git blob id of `bytes` (SHA-1 of `blob <len>\0` and the bytes), in hex.
 fn git_blob_id(bytes: &[u8]) -> String {
-    let mut h = sha1_smol::Sha1::new();
+    use sha1::Digest;
+    use std::fmt::Write;
+    // `sha1` uses the CPU's SHA instructions where it has them: a large
+    // file's digest is a visible part of applying a git diff to it.
+    let mut h = sha1::Sha1::new();
     h.update(format!("blob {}\0", bytes.len()).as_bytes());
     h.update(bytes);
-    h.digest().to_string()
+    let mut hex = String::with_capacity(40);
+    for b in h.finalize() {
+        let _ = write!(hex, "{b:02x}");
+    }
+    hex
 }
 
 fn plan_file(
@@ -631,8 +641,17 @@ fn plan_file(
     }
     // The git blob ids of the diff's `index` line: the file is exactly its
     // pre-image (line numbers are exact), or already its post-image (done).
-    let blob = |prefix: &Option<String>| match (prefix, &state) {
-        (Some(p), Some(s)) if p.len() >= 7 => git_blob_id(&s.bytes).starts_with(p.as_str()),
+    // One digest of the file answers both prefixes: hashing a large file is
+    // a measurable part of an apply.
+    let wants_id = |p: &Option<String>| p.as_ref().is_some_and(|p| p.len() >= 7);
+    let id = match &state {
+        Some(s) if wants_id(&work.base_blob) || wants_id(&work.result_blob) => {
+            Some(git_blob_id(&s.bytes))
+        }
+        _ => None,
+    };
+    let blob = |prefix: &Option<String>| match (prefix, &id) {
+        (Some(p), Some(id)) if p.len() >= 7 => id.starts_with(p.as_str()),
         _ => false,
     };
     let verified = blob(&work.base_blob);
@@ -949,8 +968,10 @@ pub fn resolve_file(
         }
         return current;
     }
-    if ops.len() >= 8 {
-        // Many searches of one document: index its lines once.
+    if ops.len() >= 8 && !ctx.verified {
+        // Many searches of one document: index its lines once. A verified
+        // file (the diff's pre-image) is not searched: each hunk is checked
+        // where it says it is.
         doc.warm_index();
     }
     let mut resolved: Vec<Option<Resolution>> = Vec::with_capacity(ops.len());

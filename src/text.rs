@@ -211,6 +211,15 @@ impl Document {
         out
     }
 
+    /// The document's bytes, exactly as [`to_bytes`](Self::to_bytes) gives
+    /// them, reusing the text's buffer (no copy without a BOM).
+    pub fn into_bytes(self) -> Vec<u8> {
+        if self.bom {
+            return self.to_bytes();
+        }
+        self.text.into_bytes()
+    }
+
     /// The text without the BOM, line endings included.
     pub fn text(&self) -> &str {
         &self.text
@@ -441,7 +450,7 @@ fn line_table(text: &str) -> Vec<LineSpan> {
     let bytes = text.as_bytes();
     let mut lines = Vec::with_capacity(bytes.len() / 32 + 1);
     let mut start = 0;
-    for nl in memchr::memchr_iter(b'\n', bytes) {
+    let mut newline = |nl: usize| {
         let (end, eol) = if nl > start && bytes[nl - 1] == b'\r' {
             (nl - 1, Eol::CrLf)
         } else {
@@ -449,6 +458,27 @@ fn line_table(text: &str) -> Vec<LineSpan> {
         };
         lines.push(LineSpan { start, end, eol });
         start = nl + 1;
+    };
+    // Newlines found 32 bytes at a time as a bit mask (the compiler turns
+    // the byte loop into vector compares): source lines are short, and a
+    // search call per line costs more than scanning the block.
+    let mut blocks = bytes.chunks_exact(32);
+    let mut base = 0;
+    for block in &mut blocks {
+        let mut mask = 0u32;
+        for (i, &b) in block.iter().enumerate() {
+            mask |= u32::from(b == b'\n') << i;
+        }
+        while mask != 0 {
+            newline(base + mask.trailing_zeros() as usize);
+            mask &= mask - 1;
+        }
+        base += 32;
+    }
+    for (i, &b) in blocks.remainder().iter().enumerate() {
+        if b == b'\n' {
+            newline(base + i);
+        }
     }
     if start < bytes.len() {
         lines.push(LineSpan {
@@ -479,11 +509,52 @@ mod tests {
         doc.apply(&b.finish().unwrap())
     }
 
+    /// The block-at-a-time line table is the plain one: every `\n` ends a
+    /// line, a `\r` right before it makes it CRLF, wherever the block edges fall.
+    #[test]
+    fn line_table_matches_a_plain_scan() {
+        fn plain(text: &str) -> Vec<LineSpan> {
+            let b = text.as_bytes();
+            let mut out = Vec::new();
+            let mut start = 0;
+            for (i, &c) in b.iter().enumerate() {
+                if c == b'\n' {
+                    let cr = i > start && b[i - 1] == b'\r';
+                    let end = if cr { i - 1 } else { i };
+                    let eol = if cr { Eol::CrLf } else { Eol::Lf };
+                    out.push(LineSpan { start, end, eol });
+                    start = i + 1;
+                }
+            }
+            if start < b.len() {
+                out.push(LineSpan {
+                    start,
+                    end: b.len(),
+                    eol: Eol::None,
+                });
+            }
+            out
+        }
+        let pieces = ["a", "\n", "\r\n", "\r", "xyz", "\u{e9}", "", "\n\n"];
+        let mut seed = 7u64;
+        for len in 0..200 {
+            let mut text = String::new();
+            for _ in 0..len {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                text.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
+            }
+            assert_eq!(line_table(&text), plain(&text), "{text:?}");
+        }
+    }
+
     #[test]
     fn round_trips_bytes() {
         for s in ["", "a", "a\n", "a\r\nb\nc", "\u{feff}x\r\n", "\n\n", "\r\n"] {
             let d = Document::from_text(s);
             assert_eq!(d.to_bytes(), s.as_bytes(), "{s:?}");
+            assert_eq!(d.into_bytes(), s.as_bytes(), "{s:?}");
         }
     }
 
