@@ -157,9 +157,13 @@ impl Plan {
         }
         // Bytes are built here, one file at a time, so a plan holds each text once.
         let mut changes: Vec<Change> = Vec::new();
+        // What was read of each change's file, so the commit need not read
+        // it again (its last look still hashes every file on disk).
+        let mut originals: Vec<Option<Vec<u8>>> = Vec::new();
         for w in self.writes.drain(..) {
             let moved = w.new_path.is_some();
             let deleted = w.after.is_none();
+            let mut before = w.hash.map(|_| w.before.into_bytes());
             if let Some(after) = w.after {
                 changes.push(Change::Write {
                     // The text's own buffer: a large file is not copied once more.
@@ -169,12 +173,14 @@ impl Plan {
                     expected_hash: if moved { None } else { w.hash },
                     mode: w.mode,
                 });
+                originals.push(if moved { None } else { before.take() });
             }
             if let (true, Some(hash)) = (moved || deleted, w.hash) {
                 changes.push(Change::Delete {
                     path: w.path,
                     expected_hash: hash,
                 });
+                originals.push(before.take());
             }
         }
         let opts = CommitOptions {
@@ -182,7 +188,7 @@ impl Plan {
             no_undo: self.no_undo,
             ..CommitOptions::default()
         };
-        lock.commit(&changes, &opts)?;
+        lock.commit_read(&changes, &opts, originals)?;
         self.report.written = true;
         Ok(self.report)
     }
