@@ -930,13 +930,12 @@ fn guard_syntax(
 /// Maps a line of `after` to the line of `before` it stands for (or follows).
 #[cfg(feature = "syntax")]
 fn line_map(before: Option<&Document>, after: &Document) -> impl Fn(usize) -> usize {
-    let old: Vec<&str> = before.map(|b| b.lines().collect()).unwrap_or_default();
-    let new: Vec<&str> = after.lines().collect();
-    let runs = crate::splice::line_diff(&old, &new);
+    let old_len = before.map_or(0, Document::line_count);
+    let runs = crate::splice::doc_line_diff(before.unwrap_or(&Document::default()), after);
     move |line: usize| {
         runs.iter()
             .find(|r| r.new.contains(&line) || (r.new.is_empty() && r.new.start == line))
-            .map_or(old.len(), |r| {
+            .map_or(old_len, |r| {
                 if r.equal {
                     r.old.start + (line - r.new.start)
                 } else {

@@ -112,11 +112,7 @@ fn check_with(path: &str, before: Option<&Document>, after: &Document, fast: boo
         return Verdict::UnknownLanguage;
     }
     let runs = match before {
-        Some(b) => {
-            let old: Vec<&str> = b.lines().collect();
-            let new: Vec<&str> = after.lines().collect();
-            splice::line_diff(&old, &new)
-        }
+        Some(b) => splice::doc_line_diff(b, after),
         None => Vec::new(),
     };
     if let Some(b) = before.filter(|_| fast) {
