@@ -92,10 +92,8 @@ pub(crate) fn doc_line_diff(old: &Document, new: &Document) -> Vec<DiffRun> {
     // of the common suffix (the ending before it) is the same line in both.
     let suffix = common_suffix(a, b);
     let limit = (n_old - head).min(n_new - head);
-    let from = first_line_where(n_old, |i| {
-        let start = old.byte_range(i..i + 1).start;
-        start >= 1 && start - 1 >= a.len() - suffix
-    });
+    // (The byte before `start` is in the suffix: `start - 1 >= len - suffix`.)
+    let from = first_line_where(n_old, |i| old.byte_range(i..i + 1).start > a.len() - suffix);
     let mut tail = (n_old - from).min(limit);
     while tail < limit && old.line(n_old - 1 - tail) == new.line(n_new - 1 - tail) {
         tail += 1;
