@@ -73,7 +73,7 @@ pub fn line_diff<A: AsRef<str>, B: AsRef<str>>(old: &[A], new: &[B]) -> Vec<Diff
 /// found by comparing the texts' bytes in blocks, and only the lines between
 /// are diffed line by line (a small edit of a large file costs a pass of
 /// block compares, not a comparison and a slice per line).
-pub(crate) fn doc_line_diff(old: &Document, new: &Document) -> Vec<DiffRun> {
+pub fn doc_line_diff(old: &Document, new: &Document) -> Vec<DiffRun> {
     let (a, b) = (old.text().as_bytes(), new.text().as_bytes());
     let (n_old, n_new) = (old.line_count(), new.line_count());
     let both = n_old.min(n_new);
