@@ -5,7 +5,8 @@
 #   1. ~20 real diffs from this project's history (one file changed by one
 #      commit, `git diff` with 3 lines of context, applied to its pre-image;
 #      picked evenly across the history's modifications), and
-#   2. a 1,000-hunk git diff (every 100th line changed) on a 100,000-line file.
+#   2. a 1,000-hunk git diff (every 100th line changed) on a 100,000-line file,
+#   3. a 50-hunk git diff (every 2,000th line changed) on the same file.
 # `benches/udiff.rs` measures the engine alone on case 2; `benches/process.sh`
 # does the same comparison for a search/replace block.
 #
@@ -105,18 +106,26 @@ BEGIN {
         emit("    0"); emit("}"); emit("")
     }
 }' >"$work/big.rs"
-awk '{ if (NR % 100 == 50) { k++; if ($0 ~ /^ *$/) print "    // edit " k; else { sub(/let /, "let mut "); print $0 " // edit " k } } else print }' \
-    "$work/big.rs" >"$work/big.post.rs"
-mkdir -p "$work/bigrepo/src"
-cp "$work/big.rs" "$work/bigrepo/src/big.rs"
-git -C "$work/bigrepo" init -q
-git -C "$work/bigrepo" add src/big.rs
-git -C "$work/bigrepo" -c user.name=bench -c user.email=bench@localhost commit -q -m pre
-cp "$work/big.post.rs" "$work/bigrepo/src/big.rs"
-git -C "$work/bigrepo" -c diff.noprefix=false diff --no-color >"$work/big.diff"
-hunks=$(grep -c '^@@' "$work/big.diff")
-add_case big src/big.rs "$work/big.rs" "$work/big.post.rs" "$work/big.diff"
-printf 'big %s\n' "$hunks hunks, 100000 lines (synthetic)" >>"$work/labels.txt"
+# synthetic NAME EVERY: line EVERY/2, EVERY/2 + EVERY, … of big.rs changed,
+# the git diff of that as case NAME.
+synthetic() {
+    local name=$1 every=$2 repo=$work/repo-$1
+    awk -v every="$every" '{ if (NR % every == every / 2) { k++; if ($0 ~ /^ *$/) print "    // edit " k; else { sub(/let /, "let mut "); print $0 " // edit " k } } else print }' \
+        "$work/big.rs" >"$work/$name.post.rs"
+    mkdir -p "$repo/src"
+    cp "$work/big.rs" "$repo/src/big.rs"
+    git -C "$repo" init -q
+    git -C "$repo" add src/big.rs
+    git -C "$repo" -c user.name=bench -c user.email=bench@localhost commit -q -m pre
+    cp "$work/$name.post.rs" "$repo/src/big.rs"
+    git -C "$repo" -c diff.noprefix=false diff --no-color >"$work/$name.diff"
+    hunks=$(grep -c '^@@' "$work/$name.diff")
+    add_case "$name" src/big.rs "$work/big.rs" "$work/$name.post.rs" "$work/$name.diff"
+    printf '%s %s\n' "$name" "$hunks hunks, 100000 lines (synthetic)" >>"$work/labels.txt"
+}
+synthetic big 100
+# 3. The issue's case: a 50-hunk git diff on the same 100,000-line file.
+synthetic h50 2000
 
 # ------------------------------------------------------------------ check
 
@@ -183,7 +192,7 @@ while read -r name label; do
     h=$(grep -c '^@@' "$d/edit.diff" || true)
     printf '%-4s %-46.46s %6d %5d %8.2f %8.2f %8.2f %6.2fx\n' "$name" "$label" "$lines" "$h" "$ml" "$mc" "$mp" \
         "$(awk -v a="$ml" -v b="$mp" 'BEGIN { print (b > 0 ? a / b : 0) }')"
-    [[ $name == big ]] || echo "$ml $mc $mp" >>"$work/real.ms"
+    [[ $name == big || $name == h50 ]] || echo "$ml $mc $mp" >>"$work/real.ms"
 done <"$work/labels.txt"
 # The real diffs together: the median of the per-diff medians.
 awk '{ l[NR] = $1; c[NR] = $2; p[NR] = $3 }

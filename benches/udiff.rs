@@ -144,10 +144,11 @@ fn join(lines: &[String]) -> String {
 
 /// git's blob id, for a realistic `index` line.
 fn blob_id(text: &str) -> String {
-    let mut h = sha1_smol::Sha1::new();
+    use sha1::Digest;
+    let mut h = sha1::Sha1::new();
     h.update(format!("blob {}\0", text.len()).as_bytes());
     h.update(text.as_bytes());
-    h.digest().to_string()
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The document, its post-image and the git diff between them: line

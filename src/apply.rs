@@ -157,22 +157,30 @@ impl Plan {
         }
         // Bytes are built here, one file at a time, so a plan holds each text once.
         let mut changes: Vec<Change> = Vec::new();
+        // What was read of each change's file, so the commit need not read
+        // it again (its last look still hashes every file on disk).
+        let mut originals: Vec<Option<Vec<u8>>> = Vec::new();
         for w in self.writes.drain(..) {
             let moved = w.new_path.is_some();
-            if let Some(after) = &w.after {
+            let deleted = w.after.is_none();
+            let mut before = w.hash.map(|_| w.before.into_bytes());
+            if let Some(after) = w.after {
                 changes.push(Change::Write {
-                    bytes: after.to_bytes(),
+                    // The text's own buffer: a large file is not copied once more.
+                    bytes: after.into_bytes(),
                     path: w.new_path.clone().unwrap_or_else(|| w.path.clone()),
                     // A new path must be free; the old one is checked by its delete.
                     expected_hash: if moved { None } else { w.hash },
                     mode: w.mode,
                 });
+                originals.push(if moved { None } else { before.take() });
             }
-            if let (true, Some(hash)) = (moved || w.after.is_none(), w.hash) {
+            if let (true, Some(hash)) = (moved || deleted, w.hash) {
                 changes.push(Change::Delete {
                     path: w.path,
                     expected_hash: hash,
                 });
+                originals.push(before.take());
             }
         }
         let opts = CommitOptions {
@@ -180,7 +188,7 @@ impl Plan {
             no_undo: self.no_undo,
             ..CommitOptions::default()
         };
-        lock.commit(&changes, &opts)?;
+        lock.commit_read(&changes, &opts, originals)?;
         self.report.written = true;
         Ok(self.report)
     }
@@ -572,10 +580,18 @@ fn path_problem_basic(e: &WorkspaceError) -> EditError {
 
 /// The git blob id of `bytes` (SHA-1 of `blob <len>\0` and the bytes), in hex.
 fn git_blob_id(bytes: &[u8]) -> String {
-    let mut h = sha1_smol::Sha1::new();
+    use sha1::Digest;
+    use std::fmt::Write;
+    // `sha1` uses the CPU's SHA instructions where it has them: a large
+    // file's digest is a visible part of applying a git diff to it.
+    let mut h = sha1::Sha1::new();
     h.update(format!("blob {}\0", bytes.len()).as_bytes());
     h.update(bytes);
-    h.digest().to_string()
+    let mut hex = String::with_capacity(40);
+    for b in h.finalize() {
+        let _ = write!(hex, "{b:02x}");
+    }
+    hex
 }
 
 fn plan_file(
@@ -631,8 +647,17 @@ fn plan_file(
     }
     // The git blob ids of the diff's `index` line: the file is exactly its
     // pre-image (line numbers are exact), or already its post-image (done).
-    let blob = |prefix: &Option<String>| match (prefix, &state) {
-        (Some(p), Some(s)) if p.len() >= 7 => git_blob_id(&s.bytes).starts_with(p.as_str()),
+    // One digest of the file answers both prefixes: hashing a large file is
+    // a measurable part of an apply.
+    let wants_id = |p: &Option<String>| p.as_ref().is_some_and(|p| p.len() >= 7);
+    let id = match &state {
+        Some(s) if wants_id(&work.base_blob) || wants_id(&work.result_blob) => {
+            Some(git_blob_id(&s.bytes))
+        }
+        _ => None,
+    };
+    let blob = |prefix: &Option<String>| match (prefix, &id) {
+        (Some(p), Some(id)) if p.len() >= 7 => id.starts_with(p.as_str()),
         _ => false,
     };
     let verified = blob(&work.base_blob);
@@ -905,13 +930,12 @@ fn guard_syntax(
 /// Maps a line of `after` to the line of `before` it stands for (or follows).
 #[cfg(feature = "syntax")]
 fn line_map(before: Option<&Document>, after: &Document) -> impl Fn(usize) -> usize {
-    let old: Vec<&str> = before.map(|b| b.lines().collect()).unwrap_or_default();
-    let new: Vec<&str> = after.lines().collect();
-    let runs = crate::splice::line_diff(&old, &new);
+    let old_len = before.map_or(0, Document::line_count);
+    let runs = crate::splice::doc_line_diff(before.unwrap_or(&Document::default()), after);
     move |line: usize| {
         runs.iter()
             .find(|r| r.new.contains(&line) || (r.new.is_empty() && r.new.start == line))
-            .map_or(old.len(), |r| {
+            .map_or(old_len, |r| {
                 if r.equal {
                     r.old.start + (line - r.new.start)
                 } else {
@@ -949,8 +973,10 @@ pub fn resolve_file(
         }
         return current;
     }
-    if ops.len() >= 8 {
-        // Many searches of one document: index its lines once.
+    if ops.len() >= 8 && !ctx.verified {
+        // Many searches of one document: index its lines once. A verified
+        // file (the diff's pre-image) is not searched: each hunk is checked
+        // where it says it is.
         doc.warm_index();
     }
     let mut resolved: Vec<Option<Resolution>> = Vec::with_capacity(ops.len());

@@ -65,6 +65,93 @@ pub fn line_diff<A: AsRef<str>, B: AsRef<str>>(old: &[A], new: &[B]) -> Vec<Diff
         .take_while(|(a, b)| a == b)
         .count();
     let (old_mid, new_mid) = (&old[head..old.len() - tail], &new[head..new.len() - tail]);
+    diff_middle(old_mid, new_mid, head, tail)
+}
+
+/// [`line_diff`] of two documents' lines, the same runs, without comparing
+/// or collecting the lines the two texts share at either end: those are
+/// found by comparing the texts' bytes in blocks, and only the lines between
+/// are diffed line by line (a small edit of a large file costs a pass of
+/// block compares, not a comparison and a slice per line).
+pub fn doc_line_diff(old: &Document, new: &Document) -> Vec<DiffRun> {
+    let (a, b) = (old.text().as_bytes(), new.text().as_bytes());
+    let (n_old, n_new) = (old.line_count(), new.line_count());
+    let both = n_old.min(n_new);
+    // Head: the lines whose bytes, ending included, lie in the common prefix
+    // are equal in both (their endings are the same bytes); a last line
+    // without an ending may go on in the other text, so it is compared.
+    let prefix = common_prefix(a, b);
+    let mut head = first_line_where(n_old, |i| old.byte_range(i..i + 1).end > prefix).min(both);
+    if head > 0 && old.eol(head - 1) == crate::text::Eol::None {
+        head -= 1;
+    }
+    while head < both && old.line(head) == new.line(head) {
+        head += 1;
+    }
+    // Tail, among the lines after the head: a line that starts after a byte
+    // of the common suffix (the ending before it) is the same line in both.
+    let suffix = common_suffix(a, b);
+    let limit = (n_old - head).min(n_new - head);
+    // (The byte before `start` is in the suffix: `start - 1 >= len - suffix`.)
+    let from = first_line_where(n_old, |i| old.byte_range(i..i + 1).start > a.len() - suffix);
+    let mut tail = (n_old - from).min(limit);
+    while tail < limit && old.line(n_old - 1 - tail) == new.line(n_new - 1 - tail) {
+        tail += 1;
+    }
+    let old_mid: Vec<&str> = (head..n_old - tail).map(|i| old.line(i)).collect();
+    let new_mid: Vec<&str> = (head..n_new - tail).map(|i| new.line(i)).collect();
+    diff_middle(&old_mid, &new_mid, head, tail)
+}
+
+/// The first of `0..n` for which `past` holds (`past` is false, then true).
+fn first_line_where(n: usize, past: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if past(mid) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    lo
+}
+
+/// The length of the longest common prefix of `a` and `b`, compared a block at a time.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 256;
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + BLOCK <= n && a[i..i + BLOCK] == b[i..i + BLOCK] {
+        i += BLOCK;
+    }
+    i + a[i..n]
+        .iter()
+        .zip(&b[i..n])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// The length of the longest common suffix of `a` and `b`, compared a block at a time.
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 256;
+    let n = a.len().min(b.len());
+    let (la, lb) = (a.len(), b.len());
+    let mut i = 0;
+    while i + BLOCK <= n && a[la - i - BLOCK..la - i] == b[lb - i - BLOCK..lb - i] {
+        i += BLOCK;
+    }
+    i + a[..la - i]
+        .iter()
+        .rev()
+        .zip(b[..lb - i].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// The runs of a line diff whose `head` first and `tail` last lines are
+/// equal, `old_mid` and `new_mid` being the lines between.
+fn diff_middle(old_mid: &[&str], new_mid: &[&str], head: usize, tail: usize) -> Vec<DiffRun> {
     // Where the two middles share no unique line, the diff falls back to
     // Myers, whose cost grows with both lengths times their difference: two
     // 50,000-line blocks with nothing in common would take minutes. Past a
@@ -331,6 +418,55 @@ pub fn splice<S: AsRef<str>>(doc: &Document, needle: &[S], m: &Match, ops: &[Op]
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The document diff is the line diff of the documents' lines, whatever
+    /// the endings, final newlines and where the texts differ.
+    #[test]
+    fn doc_line_diff_is_the_line_diff() {
+        let pieces = ["a", "b", "\n", "\r\n", "\r", "", "ab\n", "x\n"];
+        let mut seed = 11u64;
+        let mut next = |n: usize| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize % n
+        };
+        for _ in 0..3000 {
+            let mut old = String::new();
+            for _ in 0..next(12) {
+                old.push_str(pieces[next(pieces.len())]);
+            }
+            // The new text: the old one with a piece replaced, inserted or cut.
+            let mut new = old.clone();
+            for _ in 0..next(3) {
+                let at = new
+                    .char_indices()
+                    .map(|(i, _)| i)
+                    .nth(next(new.len() + 1))
+                    .unwrap_or(new.len());
+                match next(3) {
+                    0 => new.insert_str(at, pieces[next(pieces.len())]),
+                    1 => {
+                        new.truncate(at);
+                    }
+                    _ => new = format!("{}{}", pieces[next(pieces.len())], &new[at..]),
+                }
+            }
+            let (a, b) = (Document::from_text(&old), Document::from_text(&new));
+            let (la, lb): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+            assert_eq!(
+                doc_line_diff(&a, &b),
+                line_diff(&la, &lb),
+                "{old:?} -> {new:?}"
+            );
+        }
+        // Long shared ends, past a compare block.
+        let body: String = (0..400).map(|i| format!("line {i}\n")).collect();
+        let edited = body.replace("line 200\n", "line 200 changed\n");
+        let (a, b) = (Document::from_text(&body), Document::from_text(&edited));
+        let (la, lb): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+        assert_eq!(doc_line_diff(&a, &b), line_diff(&la, &lb));
+    }
     use crate::matcher::{MatchOptions, locate};
 
     fn run(file: &str, search: &str, replace: &str) -> String {

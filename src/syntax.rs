@@ -112,19 +112,15 @@ fn check_with(path: &str, before: Option<&Document>, after: &Document, fast: boo
         return Verdict::UnknownLanguage;
     }
     let runs = match before {
-        Some(b) => {
-            let old: Vec<&str> = b.lines().collect();
-            let new: Vec<&str> = after.lines().collect();
-            splice::line_diff(&old, &new)
-        }
+        Some(b) => splice::doc_line_diff(b, after),
         None => Vec::new(),
     };
     if let Some(b) = before.filter(|_| fast) {
-        let slices = around_edits(grammar, b, after, &runs);
+        let slices = around_edits(grammar.starts_item, b, after, &runs);
         if !slices.is_empty()
-            && slices.iter().all(|(old, new)| {
-                clean(grammar, &mut parser, old) && clean(grammar, &mut parser, new)
-            })
+            && slices
+                .iter()
+                .all(|(old, new, local)| clean_pair(grammar, &mut parser, old, new, local))
         {
             return Verdict::Checked(Vec::new());
         }
@@ -273,15 +269,15 @@ fn edited_rows(after: &Document, runs: Option<&[splice::DiffRun]>) -> Vec<bool> 
 /// line that starts an item above the change to the first that starts one
 /// below it. Changes with no item start between them share one slice.
 fn around_edits(
-    grammar: &Grammar,
+    starts: fn(&str) -> bool,
     before: &Document,
     after: &Document,
     runs: &[splice::DiffRun],
-) -> Vec<(Document, Document)> {
+) -> Vec<(Document, Document, Vec<splice::DiffRun>)> {
     // Lines of an unchanged run are the same in both texts: a line found in
     // `before` is at the same offset of the run in `after`.
     let starter = |e: &splice::DiffRun, k: usize| {
-        (grammar.starts_item)(before.line(k)).then_some((k, e.new.start + (k - e.old.start)))
+        starts(before.line(k)).then_some((k, e.new.start + (k - e.old.start)))
     };
     let mut spans: Vec<(Range<usize>, Range<usize>)> = Vec::new();
     let mut open: Option<(usize, usize)> = None;
@@ -313,19 +309,66 @@ fn around_edits(
     if let Some((so, sn)) = open {
         spans.push((so..before.line_count(), sn..after.line_count()));
     }
-    let slice =
-        |doc: &Document, r: Range<usize>| Document::from_text(&doc.text()[doc.byte_range(r)]);
+    let slice = |doc: &Document, r: &Range<usize>| {
+        Document::from_text(&doc.text()[doc.byte_range(r.clone())])
+    };
     spans
         .into_iter()
-        .map(|(o, n)| (slice(before, o), slice(after, n)))
+        .map(|(o, n)| {
+            // The changes inside the slice, in its own line numbers: every
+            // changed run lies within one slice (slices end on unchanged
+            // lines; an insertion where two slices meet is in the one whose
+            // new side holds it).
+            let inside = |r: &&splice::DiffRun| {
+                !r.equal
+                    && r.old.start >= o.start
+                    && r.old.end <= o.end
+                    && r.new.start >= n.start
+                    && r.new.end <= n.end
+            };
+            let local = runs
+                .iter()
+                .filter(inside)
+                .map(|r| splice::DiffRun {
+                    equal: false,
+                    old: r.old.start - o.start..r.old.end - o.start,
+                    new: r.new.start - n.start..r.new.end - n.start,
+                })
+                .collect();
+            (slice(before, &o), slice(after, &n), local)
+        })
         .collect()
 }
 
-/// Whether `doc` parses without errors (and passes the language's extra check).
-fn clean(grammar: &Grammar, parser: &mut Parser, doc: &Document) -> bool {
-    parser.parse(doc.text(), None).is_some_and(|t| {
-        !t.root_node().has_error() || errors(&t, doc.text().as_bytes(), grammar.gap).is_empty()
-    }) && grammar.extra.is_none_or(|extra| extra(doc).is_empty())
+/// Whether the slices `old` and `new` (`new` is `old` changed by `runs`)
+/// both parse without errors and pass the language's extra check. `new` is
+/// parsed incrementally from `old`'s tree moved through the change, as the
+/// whole files are: only what the change touched is parsed again.
+fn clean_pair(
+    grammar: &Grammar,
+    parser: &mut Parser,
+    old: &Document,
+    new: &Document,
+    runs: &[splice::DiffRun],
+) -> bool {
+    let Some(mut tree) = parser.parse(old.text(), None) else {
+        return false;
+    };
+    if !clean_tree(grammar, &tree, old) {
+        return false;
+    }
+    for e in input_edits(old, new, runs) {
+        tree.edit(&e);
+    }
+    parser
+        .parse(new.text(), Some(&tree))
+        .is_some_and(|t| clean_tree(grammar, &t, new))
+}
+
+/// Whether `tree` (of `doc`) has no errors and `doc` passes the language's extra check.
+fn clean_tree(grammar: &Grammar, tree: &Tree, doc: &Document) -> bool {
+    (!tree.root_node().has_error() || errors(tree, doc.text().as_bytes(), grammar.gap).is_empty())
+        && grammar.extra.is_none_or(|extra| extra(doc).is_empty())
 }
 
 /// A Python line that starts a statement at the top level (a guess: a wrong
@@ -855,6 +898,71 @@ mod tests {
             );
         }
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+        /// The fast path (its new slices parsed incrementally) says "clean"
+        /// only when the whole files agree, on a file of methods, fields,
+        /// code in raw strings and comments, and a test module.
+        #[test]
+        fn the_fast_path_agrees_on_nested_items(
+            edits in proptest::collection::vec((0usize..60, 0usize..24, proptest::bool::ANY), 1..4),
+        ) {
+            let mut lines: Vec<String> = RS_NESTED.lines().map(str::to_owned).collect();
+            for (at, pick, insert) in edits {
+                let at = at % lines.len();
+                let new = RS_NESTED_POOL[pick % RS_NESTED_POOL.len()].to_owned();
+                if insert { lines.insert(at, new) } else { lines[at] = new }
+            }
+            let after = Document::from_text(&(lines.join("\n") + "\n"));
+            let before = Document::from_text(RS_NESTED);
+            let fast = check_with("m.rs", Some(&before), &after, true);
+            let full = check_with("m.rs", Some(&before), &after, false);
+            let clean = |v: &Verdict| matches!(v, Verdict::Checked(i) if i.is_empty());
+            proptest::prop_assert!(
+                !clean(&fast) || clean(&full),
+                "fast path passed a breakage:\n{}\n{:?}", after.text(), full
+            );
+        }
+    }
+
+    /// An edit inside a method: a breakage there is found, and a clean one
+    /// passes.
+    #[test]
+    fn an_edit_inside_a_method_is_checked() {
+        let ok = RS_NESTED.replace("self.x + 1", "self.x + 2");
+        assert!(new_errors("m.rs", RS_NESTED, &ok).is_empty());
+        let broken = RS_NESTED.replace("self.x + 1", "self.x + ");
+        assert!(!new_errors("m.rs", RS_NESTED, &broken).is_empty());
+    }
+
+    const RS_NESTED: &str = "use std::fmt;\n\npub struct A {\n    pub x: u32,\n    #[allow(dead_code)]\n    y: u32,\n}\n\nimpl A {\n    /// Doc.\n    pub fn a(&self) -> u32 {\n        self.x + 1\n    }\n\n    fn b(&self) -> String {\n        let s = r#\"\n    fn fake() {\n    let y = ;\n\"#;\n        s.to_owned()\n    }\n\n    /*\n    let z = 3;\n    fn old() {}\n    */\n    const C: u32 = 3;\n}\n\nfn free() -> u32 {\n    let v = vec![\n        1,\n    ];\n    if v.is_empty() {\n        0\n    } else {\n        1\n    }\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn t() {\n        assert_eq!(free(), 1);\n    }\n}\n";
+    const RS_NESTED_POOL: &[&str] = &[
+        "",
+        "}",
+        "    }",
+        "{",
+        "    fn c(&self) {}",
+        "    pub fn d() -> u32 {",
+        "        let y = 2;",
+        "    let z = (3;",
+        "    /*",
+        "    */",
+        "*/",
+        "        r#\"",
+        "\"#;",
+        "    \"#;",
+        "    where",
+        "    #[test]",
+        "    impl B {",
+        "    x: u32,",
+        "    ]",
+        "    // c",
+        "    let w = 1;",
+        "        0",
+        "    } else {",
+        "    const D: u8 = 1;",
+    ];
 
     const PY_BASE: &str = "import os\n\n\nclass A:\n    x = 1\n\n    def a(self, y):\n        if y:\n            return [\n                y,\n            ]\n        return None\n\n\n@staticmethod\ndef b():\n    s = \"\"\"doc\nstring\n\"\"\"\n    return s\n\n\nif __name__ == \"__main__\":\n    b()\nelse:\n    pass\n";
     const PY_POOL: &[&str] = &[

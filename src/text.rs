@@ -211,6 +211,15 @@ impl Document {
         out
     }
 
+    /// The document's bytes, exactly as [`to_bytes`](Self::to_bytes) gives
+    /// them, reusing the text's buffer (no copy without a BOM).
+    pub fn into_bytes(self) -> Vec<u8> {
+        if self.bom {
+            return self.to_bytes();
+        }
+        self.text.into_bytes()
+    }
+
     /// The text without the BOM, line endings included.
     pub fn text(&self) -> &str {
         &self.text
@@ -324,6 +333,9 @@ impl Document {
     ) -> Document {
         let dominant = self.dominant_or(default_eol.unwrap_or(Eol::Lf));
         let mut out = String::with_capacity(self.text.len() + inserted);
+        // The line table of `out`, kept as it grows: the untouched lines'
+        // spans are this document's, shifted, so only new text is scanned.
+        let mut table: Vec<LineSpan> = Vec::with_capacity(self.lines.len() + 8);
         let mut cursor = 0usize; // next line of `self` not yet copied
         let n = self.lines.len();
         let mut final_newline = self.has_final_newline();
@@ -335,7 +347,7 @@ impl Document {
             if cursor < range.start {
                 tail = Some(self.lines[range.start - 1].eol);
             }
-            out.push_str(&self.text[self.byte_range(cursor..range.start)]);
+            self.append_lines(&mut out, &mut table, cursor..range.start);
             let eols = self.endings_for(range.clone(), lines.len(), dominant);
             // An insertion after a last line that lacks an ending gives it one.
             if range.start == n
@@ -344,11 +356,13 @@ impl Document {
                 && !lines.is_empty()
                 && self.lines[n - 1].eol == Eol::None
             {
-                out.push_str(dominant.as_str());
+                append(&mut out, &mut table, dominant.as_str());
             }
             for (line, eol) in lines.iter().zip(eols) {
+                let from = reopen(&out, &mut table);
                 out.push_str(line);
                 out.push_str(eol.as_str());
+                line_table_into(&out, from, &mut table);
                 tail = Some(eol);
             }
             // Replacing the last line with nothing moves the "no final newline"
@@ -358,7 +372,7 @@ impl Document {
         if cursor < n {
             tail = Some(self.lines[n - 1].eol);
         }
-        out.push_str(&self.text[self.byte_range(cursor..n)]);
+        self.append_lines(&mut out, &mut table, cursor..n);
         if let Some(wanted) = final_newline_wanted {
             final_newline = wanted;
         }
@@ -367,13 +381,41 @@ impl Document {
             final_newline = true;
         }
         set_final_newline(&mut out, final_newline, dominant, tail);
-        let lines = line_table(&out);
+        // The ending of the last line may have been added or removed: its
+        // span (and that of an empty line the removal took) is scanned again.
+        while table.last().is_some_and(|s| s.start >= out.len()) {
+            table.pop();
+        }
+        let from = table.pop().map_or(0, |s| s.start);
+        line_table_into(&out, from, &mut table);
+        debug_assert!(table == line_table(&out), "line table out of step");
         Document {
             bom: self.bom,
             text: out,
-            lines,
+            lines: table,
             index: OnceLock::new(),
         }
+    }
+
+    /// Appends lines `range` of this document, endings included, to `out`
+    /// and their spans to `table` (`out`'s line table): shifted copies of
+    /// this document's spans when `out` ends a line, else scanned.
+    fn append_lines(&self, out: &mut String, table: &mut Vec<LineSpan>, range: Range<usize>) {
+        if range.is_empty() {
+            return;
+        }
+        let bytes = self.byte_range(range.clone());
+        if !(out.is_empty() || out.ends_with('\n')) {
+            append(out, table, &self.text[bytes]);
+            return;
+        }
+        let base = out.len();
+        table.extend(self.lines[range].iter().map(|s| LineSpan {
+            start: s.start - bytes.start + base,
+            end: s.end - bytes.start + base,
+            eol: s.eol,
+        }));
+        out.push_str(&self.text[bytes]);
     }
 
     /// The endings for `count` lines that replace the lines in `range`: the
@@ -438,10 +480,17 @@ fn set_final_newline(text: &mut String, wanted: bool, eol: Eol, tail: Option<Eol
 }
 
 fn line_table(text: &str) -> Vec<LineSpan> {
+    let mut lines = Vec::with_capacity(text.len() / 32 + 1);
+    line_table_into(text, 0, &mut lines);
+    lines
+}
+
+/// Appends to `lines` the line table of `text` from byte `from` on (a line
+/// start), in `text`'s offsets.
+fn line_table_into(text: &str, from: usize, lines: &mut Vec<LineSpan>) {
     let bytes = text.as_bytes();
-    let mut lines = Vec::with_capacity(bytes.len() / 32 + 1);
-    let mut start = 0;
-    for nl in memchr::memchr_iter(b'\n', bytes) {
+    let mut start = from;
+    let mut newline = |nl: usize| {
         let (end, eol) = if nl > start && bytes[nl - 1] == b'\r' {
             (nl - 1, Eol::CrLf)
         } else {
@@ -449,6 +498,30 @@ fn line_table(text: &str) -> Vec<LineSpan> {
         };
         lines.push(LineSpan { start, end, eol });
         start = nl + 1;
+    };
+    // Newlines found eight bytes at a time, as the zero bytes of the word
+    // xor `\n` (exact: no carry crosses a byte): source lines are short,
+    // and a search call per line costs more than scanning the words.
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const NEWLINES: u64 = 0x0a0a_0a0a_0a0a_0a0a;
+    let mut words = bytes[from..].chunks_exact(8);
+    let mut base = from;
+    for word in &mut words {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(word);
+        let x = u64::from_le_bytes(w) ^ NEWLINES;
+        // The high bit of each byte of `x` that is zero.
+        let mut zeros = !(((x & LOW7) + LOW7) | x | LOW7);
+        while zeros != 0 {
+            newline(base + (zeros.trailing_zeros() / 8) as usize);
+            zeros &= zeros - 1;
+        }
+        base += 8;
+    }
+    for (i, &b) in words.remainder().iter().enumerate() {
+        if b == b'\n' {
+            newline(base + i);
+        }
     }
     if start < bytes.len() {
         lines.push(LineSpan {
@@ -457,7 +530,28 @@ fn line_table(text: &str) -> Vec<LineSpan> {
             eol: Eol::None,
         });
     }
-    lines
+}
+
+/// Appends `text` to `out`, keeping `table` the line table of `out`: only
+/// the appended bytes are scanned, from the start of `out`'s last line when
+/// that line is still open (no ending yet).
+fn append(out: &mut String, table: &mut Vec<LineSpan>, text: &str) {
+    if text.is_empty() {
+        return;
+    }
+    let from = reopen(out, table);
+    out.push_str(text);
+    line_table_into(out, from, table);
+}
+
+/// Where a scan of text appended to `out` starts: its end when it ends a
+/// line (or is empty), else the start of its open last line, whose span
+/// (`table`'s last) is dropped to be scanned again.
+fn reopen(out: &str, table: &mut Vec<LineSpan>) -> usize {
+    if out.is_empty() || out.ends_with('\n') {
+        return out.len();
+    }
+    table.pop().map_or(0, |s| s.start)
 }
 
 #[cfg(test)]
@@ -479,11 +573,100 @@ mod tests {
         doc.apply(&b.finish().unwrap())
     }
 
+    /// The word-at-a-time line table is the plain one: every `\n` ends a
+    /// line, a `\r` right before it makes it CRLF, wherever the word edges fall.
+    #[test]
+    fn line_table_matches_a_plain_scan() {
+        fn plain(text: &str) -> Vec<LineSpan> {
+            let b = text.as_bytes();
+            let mut out = Vec::new();
+            let mut start = 0;
+            for (i, &c) in b.iter().enumerate() {
+                if c == b'\n' {
+                    let cr = i > start && b[i - 1] == b'\r';
+                    let end = if cr { i - 1 } else { i };
+                    let eol = if cr { Eol::CrLf } else { Eol::Lf };
+                    out.push(LineSpan { start, end, eol });
+                    start = i + 1;
+                }
+            }
+            if start < b.len() {
+                out.push(LineSpan {
+                    start,
+                    end: b.len(),
+                    eol: Eol::None,
+                });
+            }
+            out
+        }
+        let pieces = ["a", "\n", "\r\n", "\r", "xyz", "\u{e9}", "", "\n\n"];
+        let mut seed = 7u64;
+        for len in 0..200 {
+            let mut text = String::new();
+            for _ in 0..len {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                text.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
+            }
+            assert_eq!(line_table(&text), plain(&text), "{text:?}");
+        }
+    }
+
+    /// A rewritten document's line table (kept as the text grows) is the
+    /// table of its text, whatever the endings, the lines put in (a `\r` at
+    /// their end, a `\n` inside) and the final newline asked for.
+    #[test]
+    fn rewritten_line_tables_are_the_texts() {
+        let texts = [
+            "",
+            "a",
+            "a\n",
+            "a\r\nb\n",
+            "a\nb",
+            "a\r\nb\r\nc",
+            "\n\n",
+            "x\r",
+        ];
+        let new = ["", "n", "n\r", "m\nm", "\r"];
+        let mut seed = 5u64;
+        let mut next = |n: usize| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize % n
+        };
+        for _ in 0..2000 {
+            let doc = Document::from_text(texts[next(texts.len())]);
+            let n = doc.line_count();
+            let a = next(n + 1);
+            let b = a + next(n - a + 1);
+            let lines: Vec<String> = (0..next(3))
+                .map(|_| new[next(new.len())].to_owned())
+                .collect();
+            let mut edit = TextEditBuilder::new();
+            edit.replace(a..b, lines, 0);
+            match next(3) {
+                0 => {}
+                1 => {
+                    edit.set_final_newline(true, 0);
+                }
+                _ => {
+                    edit.set_final_newline(false, 0);
+                }
+            }
+            let Ok(edit) = edit.finish() else { continue };
+            let after = doc.apply(&edit);
+            assert_eq!(after.lines, line_table(after.text()), "{:?}", after.text());
+        }
+    }
+
     #[test]
     fn round_trips_bytes() {
         for s in ["", "a", "a\n", "a\r\nb\nc", "\u{feff}x\r\n", "\n\n", "\r\n"] {
             let d = Document::from_text(s);
             assert_eq!(d.to_bytes(), s.as_bytes(), "{s:?}");
+            assert_eq!(d.into_bytes(), s.as_bytes(), "{s:?}");
         }
     }
 

@@ -130,6 +130,10 @@ pub struct Layer {
     /// file may say so).
     #[serde(default)]
     pub trusted: Vec<Trusted>,
+    /// Whether `lancet apply` keeps an undo journal entry (default true;
+    /// `false` is `--no-undo` for every apply). The agent's edits are
+    /// journalled whatever this says.
+    pub undo: Option<bool>,
 }
 
 /// A project's layer as it may apply, and the keys of it that were dropped.
@@ -208,6 +212,7 @@ impl Layer {
         self.permissions.ask.extend(over.permissions.ask);
         self.permissions.deny.extend(over.permissions.deny);
         self.trusted.extend(over.trusted);
+        self.undo = over.undo.or(self.undo);
         self
     }
 
@@ -233,9 +238,11 @@ impl Layer {
     /// Kept: `model`, `edit_format`, deny and ask rules, a `permission` no
     /// wider than the user's (read-only < ask < auto; a name that is not a
     /// mode is kept, so that it is reported as an error), `max_turns` and
-    /// `bash_timeout` no higher than the user's. Dropped: `provider`,
-    /// `base_url`, `providers` (endpoints, keys, profiles), allow rules, a
-    /// wider permission, higher limits, and `trusted`.
+    /// `bash_timeout` no higher than the user's, `undo = true`. Dropped:
+    /// `provider`, `base_url`, `providers` (endpoints, keys, profiles), allow
+    /// rules, a wider permission, higher limits, `trusted`, and `undo =
+    /// false` where the user keeps the journal (a cloned repository must not
+    /// switch off the way back from an apply).
     pub fn untrusted_project(self, beneath: &Layer) -> ProjectLayer {
         // Destructured without `..`: a new key must be decided on here.
         let Layer {
@@ -256,6 +263,7 @@ impl Layer {
             turn_timeout,
             max_retries,
             max_reply_bytes,
+            undo,
         } = self;
         let built_in = defaults();
         let mut ignored = Vec::new();
@@ -313,6 +321,11 @@ impl Layer {
             max_reply_bytes.is_some() && reply.is_none(),
             "max_reply_bytes",
         );
+        // The journal may be turned on, never off past the user's own choice.
+        let user_undo = beneath.undo.unwrap_or(true);
+        let wants_off = undo == Some(false);
+        let undo = undo.filter(|on| *on || !user_undo);
+        drop(wants_off && undo.is_none(), "undo");
         ProjectLayer {
             layer: Layer {
                 model,
@@ -336,6 +349,7 @@ impl Layer {
                 turn_timeout: turn,
                 max_retries: max_retries.filter(|_| retries.is_some()),
                 max_reply_bytes: reply,
+                undo,
             },
             ignored,
         }
@@ -415,6 +429,26 @@ mod tests {
         let merged = beneath.clone().merged(p.layer);
         assert_eq!(merged.permission.as_deref(), Some("ask"));
         assert_eq!(merged.max_turns, Some(50));
+    }
+
+    /// An untrusted project may turn the undo journal on, never off; a
+    /// trusted one may do either, and the user's own file sets it.
+    #[test]
+    fn an_untrusted_project_cannot_turn_the_journal_off() {
+        let off = Layer::parse("undo = false\n", ".lancet.toml").unwrap();
+        let on = Layer::parse("undo = true\n", ".lancet.toml").unwrap();
+        let p = off.clone().untrusted_project(&defaults());
+        assert_eq!((p.layer.undo, p.ignored.as_slice()), (None, &["undo"][..]));
+        assert_eq!(defaults().merged(p.layer).undo, None);
+        let user_off = defaults().merged(Layer::parse("undo = false\n", "user").unwrap());
+        assert_eq!(user_off.undo, Some(false));
+        let p = on.clone().untrusted_project(&user_off);
+        assert!(p.ignored.is_empty());
+        assert_eq!(user_off.clone().merged(p.layer).undo, Some(true));
+        // Off where the user has it off already: nothing is loosened.
+        let p = off.clone().untrusted_project(&user_off);
+        assert_eq!((p.layer.undo, p.ignored.len()), (Some(false), 0));
+        assert_eq!(off.trusted_project().layer.undo, Some(false));
     }
 
     #[test]

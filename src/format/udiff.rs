@@ -935,6 +935,27 @@ fn resolve_hunk(
         };
         matcher::locate_all(doc, &new, &exact).unwrap_or_default()
     };
+    // 0. A verified file is the diff's pre-image: a hunk whose old side stands
+    //    word for word at its stated line is placed there, as step 1 would
+    //    (an exact match at the expected line wins under exact trust), without
+    //    searching the whole file for its twins.
+    if let Some(e) = expected.filter(|_| ctx.verified) {
+        let here = e + old.len() <= doc.line_count()
+            && old.iter().enumerate().all(|(i, l)| doc.line(e + i) == *l);
+        if here {
+            let m = Match {
+                range: e..e + old.len(),
+                tier: Tier::Exact,
+                similarity: 1.0,
+                alignment: (e..e + old.len()).map(Some).collect(),
+                by_hint: false,
+            };
+            if let Some(done) = appended_at_end(h, doc, &m, &new) {
+                return Ok(already_at(done));
+            }
+            return Ok(place(m, Vec::new(), &old, &ops, 0));
+        }
+    }
     // 1. The whole old side, strict tiers — unless the old side was found only
     //    tolerantly or away from the stated line while the new side is there
     //    word for word: then the hunk was applied before (a re-sent hunk must

@@ -75,6 +75,22 @@ impl WorkspaceLock<'_> {
         self.ws.commit_locked(changes, opts)
     }
 
+    /// [`commit`](Self::commit), given the bytes the caller read of each
+    /// change's file (`originals[i]` for `changes[i]`; `None` where it has
+    /// none): a file whose bytes are given, and hash to its
+    /// `expected_hash`, is not read again while the commit is planned. The
+    /// guarantees are [`commit`](Self::commit)'s: the last look before the
+    /// renames hashes every file on disk and refuses the whole commit if any
+    /// differs, and those bytes are what undo and a rollback put back.
+    pub fn commit_read(
+        &self,
+        changes: &[Change],
+        opts: &CommitOptions,
+        originals: Vec<Option<Vec<u8>>>,
+    ) -> Result<CommitReceipt, WorkspaceError> {
+        self.ws.commit_locked_read(changes, opts, originals)
+    }
+
     /// [`Workspace::undo`] under this lock.
     pub fn undo(&self) -> Result<UndoReceipt, WorkspaceError> {
         self.ws.undo_locked()

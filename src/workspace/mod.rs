@@ -683,6 +683,71 @@ impl Workspace {
         }))
     }
 
+    /// The file `name` in `dir` as [`read_in`](Self::read_in) gives it, with
+    /// `bytes` the caller already read (`hash`, what it planned against):
+    /// only its metadata is looked at now. A size that differs is stale at
+    /// once; the same size is checked by content at the last look.
+    fn stat_in(
+        &self,
+        dir: &Dir,
+        name: &OsStr,
+        rel: &str,
+        abs: &Path,
+        bytes: Vec<u8>,
+        hash: u64,
+    ) -> Result<Option<Before>, WorkspaceError> {
+        let meta = match dir.stat(name).map_err(io_at(abs))? {
+            None => return Ok(None),
+            Some(m) if m.kind == FileKind::Directory => {
+                return Err(WorkspaceError::IsDirectory {
+                    path: rel.to_owned(),
+                });
+            }
+            Some(m) if m.kind != FileKind::Regular => {
+                return Err(WorkspaceError::NotRegular {
+                    path: rel.to_owned(),
+                    found: m.kind,
+                });
+            }
+            Some(m) => m,
+        };
+        self.check_size(rel, meta.size)?;
+        if meta.size != bytes.len() as u64 {
+            return Err(WorkspaceError::Stale {
+                path: rel.to_owned(),
+            });
+        }
+        Ok(Some(Before { hash, bytes, meta }))
+    }
+
+    /// The [`content_hash`] of the regular file `name` in `dir`, read through
+    /// a small buffer (the last look before a commit needs the hash, not the
+    /// bytes: no second copy of a large file is held); `None` when it is
+    /// absent, not a regular file, or larger than the limit.
+    fn hash_in(&self, dir: &Dir, name: &OsStr, abs: &Path) -> Result<Option<u64>, WorkspaceError> {
+        match dir.stat(name).map_err(io_at(abs))? {
+            Some(m) if m.kind == FileKind::Regular && m.size <= self.max_file_bytes => {}
+            _ => return Ok(None),
+        }
+        let (file, _) = dir.open_read(name).map_err(io_at(abs))?;
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut total = 0u64;
+        // Bounded even if the file grows while it is read.
+        let mut file = file.take(self.max_file_bytes + 1);
+        loop {
+            let n = match file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io_at(abs)(e)),
+            };
+            total += n as u64;
+            hasher.update(&buf[..n]);
+        }
+        Ok((total <= self.max_file_bytes).then(|| hasher.digest()))
+    }
+
     fn check_size(&self, rel: &str, bytes: u64) -> Result<(), WorkspaceError> {
         if bytes > self.max_file_bytes {
             return Err(WorkspaceError::TooLarge {
@@ -815,7 +880,18 @@ impl Workspace {
         changes: &[Change],
         opts: &CommitOptions,
     ) -> Result<CommitReceipt, WorkspaceError> {
-        let mut plan = self.plan(changes, opts.force)?;
+        self.commit_locked_read(changes, opts, Vec::new())
+    }
+
+    /// [`commit_locked`](Self::commit_locked) with the bytes the caller read
+    /// of each change's file (see [`WorkspaceLock::commit_read`]).
+    fn commit_locked_read(
+        &self,
+        changes: &[Change],
+        opts: &CommitOptions,
+        originals: Vec<Option<Vec<u8>>>,
+    ) -> Result<CommitReceipt, WorkspaceError> {
+        let mut plan = self.plan(changes, opts.force, originals)?;
         let id = new_id();
         if !plan.is_empty() {
             self.apply(&mut plan, (!opts.no_undo).then_some(id.as_str()))?;
@@ -828,14 +904,16 @@ impl Workspace {
     }
 
     /// Resolves every change, refuses duplicates and what may not be written,
-    /// and checks staleness.
+    /// and checks staleness (of a file whose bytes the caller gives in
+    /// `originals`, by its size here and its content at the last look).
     fn plan<'a>(
         &self,
         changes: &'a [Change],
         force: bool,
+        mut originals: Vec<Option<Vec<u8>>>,
     ) -> Result<Vec<Planned<'a>>, WorkspaceError> {
         let mut plan: Vec<Planned<'a>> = Vec::with_capacity(changes.len());
-        for change in changes {
+        for (i, change) in changes.iter().enumerate() {
             let (rel, expected, new, mode) = match change {
                 Change::Write {
                     path,
@@ -868,7 +946,17 @@ impl Workspace {
                             });
                         }
                     }
-                    self.read_in(d, &target.name, rel, &abs)?
+                    let known = originals
+                        .get_mut(i)
+                        .and_then(Option::take)
+                        .map(|b| (content_hash(&b), b))
+                        .filter(|(hash, _)| expected == Some(*hash));
+                    match known {
+                        Some((hash, bytes)) => {
+                            self.stat_in(d, &target.name, rel, &abs, bytes, hash)?
+                        }
+                        None => self.read_in(d, &target.name, rel, &abs)?,
+                    }
                 }
                 None => None,
             };
@@ -1004,8 +1092,8 @@ impl Workspace {
                 if m.kind == FileKind::Regular && m.identity() == before.meta.identity() =>
             {
                 // Same inode, size and mtime; the content decides (mtime ticks coarsely).
-                match self.read_in(dir, &p.target.name, p.rel, &abs)? {
-                    Some(now) if now.hash == before.hash => Ok(()),
+                match self.hash_in(dir, &p.target.name, &abs)? {
+                    Some(now) if now == before.hash => Ok(()),
                     _ => Err(stale()),
                 }
             }
@@ -1127,12 +1215,14 @@ impl Workspace {
             });
         }
         // The files are lancet's own writes being taken back: read-only ones too.
-        let mut plan = self.plan(&changes, true).map_err(|err| match err {
-            WorkspaceError::Stale { path } | WorkspaceError::IsDirectory { path } => {
-                WorkspaceError::UndoConflict { path }
-            }
-            err => err,
-        })?;
+        let mut plan = self
+            .plan(&changes, true, Vec::new())
+            .map_err(|err| match err {
+                WorkspaceError::Stale { path } | WorkspaceError::IsDirectory { path } => {
+                    WorkspaceError::UndoConflict { path }
+                }
+                err => err,
+            })?;
         // Files that existed get their old mode back, not the one they have now.
         for (p, change) in plan.iter_mut().zip(&changes) {
             if let Change::Write { mode, .. } = change {
@@ -1448,6 +1538,77 @@ mod tests {
         assert!(matches!(ws.read("d"), Err(E::IsDirectory { .. })));
         let hash = put(&ws, "f", b"hi");
         assert_eq!(ws.read("f").unwrap().unwrap().hash, hash);
+    }
+
+    /// A commit given the bytes its caller read does not read the file to
+    /// plan, but its last look still does: a same-size change since the read
+    /// refuses the commit and leaves no journal entry; given bytes that are
+    /// not what the caller planned against are not used (the file is read);
+    /// and undo puts the given bytes back.
+    #[test]
+    fn commit_read_still_refuses_a_file_changed_since_the_read() {
+        let (_dir, ws) = setup();
+        let old = put(&ws, "a.txt", b"one\n");
+        fs::write(ws.root().join("a.txt"), b"two\n").unwrap();
+        let change = [write("a.txt", b"ONE\n", Some(old))];
+        let lock = ws.lock().unwrap();
+        let err = lock
+            .commit_read(
+                &change,
+                &CommitOptions::default(),
+                vec![Some(b"one\n".to_vec())],
+            )
+            .unwrap_err();
+        assert!(matches!(err, E::Stale { .. }), "{err:?}");
+        assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"two\n");
+        let entries = fs::read_dir(ws.root().join(".lancet/undo"))
+            .map(|d| d.count())
+            .unwrap_or(0);
+        assert_eq!(entries, 0);
+        // Bytes that do not hash to the expected content: read from disk instead.
+        let now = content_hash(b"two\n");
+        let change = [write("a.txt", b"THREE\n", Some(now))];
+        lock.commit_read(
+            &change,
+            &CommitOptions::default(),
+            vec![Some(b"zzz".to_vec())],
+        )
+        .unwrap();
+        assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"THREE\n");
+        let change = [write("a.txt", b"FOUR\n", Some(content_hash(b"THREE\n")))];
+        lock.commit_read(
+            &change,
+            &CommitOptions::default(),
+            vec![Some(b"THREE\n".to_vec())],
+        )
+        .unwrap();
+        assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"FOUR\n");
+        lock.undo().unwrap();
+        assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"THREE\n");
+    }
+
+    /// The last look's hash, read through a small buffer, is the content
+    /// hash of the whole file, across the buffer's edges; a file over the
+    /// limit has none.
+    #[test]
+    fn hash_in_is_the_content_hash() {
+        let (_dir, ws) = setup();
+        let dir = ws.walk(Path::new(""), "", None).unwrap().unwrap();
+        for len in [0usize, 1, 65_535, 65_536, 65_537, 200_003] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+            let hash = put(&ws, "f", &bytes);
+            let abs = ws.root().join("f");
+            assert_eq!(
+                ws.hash_in(&dir, OsStr::new("f"), &abs).unwrap(),
+                Some(hash),
+                "{len}"
+            );
+        }
+        let small = Workspace::open(ws.root()).unwrap().with_max_file_bytes(100);
+        let dir = small.walk(Path::new(""), "", None).unwrap().unwrap();
+        let abs = ws.root().join("f");
+        assert_eq!(small.hash_in(&dir, OsStr::new("f"), &abs).unwrap(), None);
+        assert_eq!(ws.hash_in(&dir, OsStr::new("missing"), &abs).unwrap(), None);
     }
 
     #[test]

@@ -15,6 +15,8 @@ mod error;
 mod run;
 #[cfg(feature = "agent")]
 mod sandbox;
+#[cfg(feature = "agent")]
+mod settings;
 mod style;
 #[cfg(feature = "agent")]
 mod trust;
@@ -130,6 +132,18 @@ fn open_root(root: &Path) -> Result<Workspace, Error> {
     })
 }
 
+/// Whether the configuration turns the undo journal off (`undo = false`);
+/// a build without the agent reads no configuration.
+#[cfg(feature = "agent")]
+fn journal_off(root: &Path) -> Result<bool, Error> {
+    settings::journal_off(root)
+}
+
+#[cfg(not(feature = "agent"))]
+fn journal_off(_root: &Path) -> Result<bool, Error> {
+    Ok(false)
+}
+
 fn apply(args: &ApplyArgs) -> Result<Exit, Error> {
     let input = read_input(args.input.as_deref())?;
     let format = match args.format {
@@ -162,13 +176,14 @@ fn apply(args: &ApplyArgs) -> Result<Exit, Error> {
             format: Some(format.name()),
         })?;
     let ws = open_root(&args.root)?;
+    let write = !args.dry_run && !args.check;
     let mut matching = MatchOptions::default();
     matching.max_tier = args.max_tier.tier();
     let mut opts = ApplyOptions::default();
     opts.matching = matching;
     opts.partial = args.partial;
     opts.force = args.force;
-    opts.no_undo = args.no_undo;
+    opts.no_undo = args.no_undo || write && journal_off(ws.root())?;
     opts.default_path = args.file.clone();
     opts.syntax = match args.syntax {
         Some(cli::SyntaxPolicy::Warn) => lancet::SyntaxPolicy::Warn,
@@ -176,7 +191,6 @@ fn apply(args: &ApplyArgs) -> Result<Exit, Error> {
         // Reject by default: broken code never reaches disk silently.
         Some(cli::SyntaxPolicy::Reject) | None => lancet::SyntaxPolicy::Reject,
     };
-    let write = !args.dry_run && !args.check;
     // Held from the plan through the commit: another lancet applying here
     // waits, so neither plans against a file the other is about to replace.
     // A root that cannot be locked (a file system without advisory locks) is

@@ -439,3 +439,102 @@ fn a_bad_base_url_is_a_usage_error_naming_its_source() {
         "{err}"
     );
 }
+
+/// `lancet apply -C root ARGS` as this user.
+fn apply(root: &Path, home: &Home, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lancet"))
+        .arg("apply")
+        .args(["-C", root.to_str().unwrap()])
+        .args(args)
+        .env("HOME", home.dir.path())
+        .env("XDG_CONFIG_HOME", home.config_dir())
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// A project with `a.txt` and an edit of it; `lancet apply` of the edit
+/// writes, and says whether it left an undo journal entry.
+fn apply_journals(root: &Path, home: &Home) -> bool {
+    std::fs::write(root.join("a.txt"), "one\n").unwrap();
+    std::fs::write(
+        root.join("e.txt"),
+        "a.txt\n<<<<<<< SEARCH\none\n=======\ntwo\n>>>>>>> REPLACE\n",
+    )
+    .unwrap();
+    let _ = std::fs::remove_dir_all(root.join(".lancet"));
+    let out = apply(root, home, &[root.join("e.txt").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "two\n"
+    );
+    root.join(".lancet").join("undo").exists()
+}
+
+/// The `undo` key: `undo = false` in the user's own configuration is
+/// `--no-undo` for every `lancet apply` (nothing under `.lancet/`); a
+/// trusted project's `.lancet.toml` may say it too, and a project may turn
+/// the journal back on.
+#[test]
+fn undo_false_in_the_users_config_or_a_trusted_project_keeps_no_journal() {
+    let root = tempfile::tempdir().unwrap();
+    let home = Home::new();
+    assert!(apply_journals(root.path(), &home));
+    home.write_config("undo = false\n");
+    assert!(!apply_journals(root.path(), &home));
+    assert!(!root.path().join(".lancet").exists());
+    // A project that turns it on wins over the user's `false`, trusted or not.
+    std::fs::write(root.path().join(".lancet.toml"), "undo = true\n").unwrap();
+    assert!(apply_journals(root.path(), &home));
+    // A trusted project may turn it off.
+    let text = "undo = false\n";
+    std::fs::write(root.path().join(".lancet.toml"), text).unwrap();
+    let sha: String = ring::digest::digest(&ring::digest::SHA256, text.as_bytes())
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let canon = std::fs::canonicalize(root.path()).unwrap();
+    home.write_config(&format!(
+        "[[trusted]]\nroot = {:?}\nsha256 = \"{sha}\"\n",
+        canon.to_str().unwrap()
+    ));
+    assert!(!apply_journals(root.path(), &home));
+}
+
+/// Item 10 (a project's configuration is not the user's), for `lancet
+/// apply`: an untrusted `.lancet.toml` saying `undo = false` cannot take
+/// away the way back from an apply; the journal is kept and a note says
+/// the key was ignored.
+#[test]
+fn an_untrusted_project_cannot_turn_off_the_undo_journal() {
+    let root = tempfile::tempdir().unwrap();
+    let home = Home::new();
+    std::fs::write(root.path().join(".lancet.toml"), "undo = false\n").unwrap();
+    assert!(apply_journals(root.path(), &home));
+    let out = apply(
+        root.path(),
+        &home,
+        &[root.path().join("e.txt").to_str().unwrap()],
+    );
+    // Already applied this time: the note is said all the same.
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("undo = false") && stderr(&out).contains("not trusted"),
+        "{}",
+        stderr(&out)
+    );
+    let undo = Command::new(env!("CARGO_BIN_EXE_lancet"))
+        .args(["undo", "-C", root.path().to_str().unwrap()])
+        .env("HOME", home.dir.path())
+        .env("XDG_CONFIG_HOME", home.config_dir())
+        .output()
+        .unwrap();
+    assert_eq!(undo.status.code(), Some(0), "{}", stderr(&undo));
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("a.txt")).unwrap(),
+        "one\n"
+    );
+}
