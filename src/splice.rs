@@ -218,6 +218,10 @@ pub fn ops_from_diff<A: AsRef<str>, B: AsRef<str>>(old: &[A], new: &[B]) -> Vec<
 /// file's indent unit (tabs if the matched lines indent with tabs).
 #[derive(Debug, Clone)]
 pub struct Reindent {
+    /// The file's indentation for a quoted indentation, byte for byte (pairs
+    /// at the common shift): a file that indents some lines with a tab and
+    /// others with four spaces has two strings of one width.
+    exact: Vec<(String, String)>,
     map: BTreeMap<usize, String>,
     /// The shift most matched lines share, for widths the map lacks.
     offset: i64,
@@ -278,6 +282,12 @@ impl Reindent {
             best.map_or(0, |(_, off)| off)
         };
         let shift = |n: &str, d: &str| indent_width(d, tab) as i64 - indent_width(n, tab) as i64;
+        let mut exact: Vec<(String, String)> = Vec::new();
+        for (n, d) in pairs.iter().filter(|(n, d)| shift(n, d) == common) {
+            if !exact.iter().any(|(e, _)| e == n) {
+                exact.push(((*n).to_owned(), (*d).to_owned()));
+            }
+        }
         let mut map: BTreeMap<usize, String> = BTreeMap::new();
         for (n, d) in pairs.iter().filter(|(n, d)| shift(n, d) == common) {
             map.entry(indent_width(n, tab))
@@ -301,6 +311,7 @@ impl Reindent {
             }
         }
         Reindent {
+            exact,
             map,
             offset: common,
             tabs,
@@ -322,6 +333,9 @@ impl Reindent {
         let (ind, body) = split_indent(line);
         if body.is_empty() {
             return String::new();
+        }
+        if let Some((_, s)) = self.exact.iter().find(|(n, _)| n == ind) {
+            return format!("{s}{body}");
         }
         let w = indent_width(ind, self.tab);
         if let Some(s) = self.map.get(&w) {
