@@ -123,19 +123,22 @@ pub(crate) fn is_typo_of(quoted: &str, line: &str) -> bool {
 /// in the file proves the edit was made. A new side that only drops lines (a
 /// deletion: its lines are all old lines) proves nothing by being there.
 pub(crate) fn proves_applied<A: AsRef<str>, B: AsRef<str>>(old: &[A], new: &[B]) -> bool {
+    // Lines compare with their whitespace collapsed: a quoted line whose
+    // spacing drifted (`fn b() { ` for `fn b() {`) is the old line, and
+    // REPLACE restating it adds nothing (a whole-file deletion whose SEARCH
+    // drifted was taken for done).
+    let norm = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
+    let old: Vec<String> = old.iter().map(|l| norm(l.as_ref())).collect();
+    let new: Vec<String> = new.iter().map(|l| norm(l.as_ref())).collect();
     // A non-blank line the new side has more often than the old is an
     // addition whatever the alignment: counted in linear time, which also
     // spares the line diff (quadratic when the two sides share nothing) on
     // huge blocks.
     let mut counts: HashMap<&str, isize> = HashMap::new();
-    for l in old {
-        *counts.entry(l.as_ref()).or_default() += 1;
+    for l in &old {
+        *counts.entry(l.as_str()).or_default() += 1;
     }
-    for l in new
-        .iter()
-        .map(AsRef::as_ref)
-        .filter(|l| !l.trim().is_empty())
-    {
+    for l in new.iter().map(String::as_str).filter(|l| !l.is_empty()) {
         let c = counts.entry(l).or_default();
         *c -= 1;
         if *c < 0 {
@@ -147,7 +150,7 @@ pub(crate) fn proves_applied<A: AsRef<str>, B: AsRef<str>>(old: &[A], new: &[B])
     if old.len().saturating_mul(new.len()) > 1 << 24 {
         return false;
     }
-    splice::ops_from_diff(old, new)
+    splice::ops_from_diff(&old, &new)
         .iter()
         .any(|op| matches!(op, Op::Add(l) if !l.trim().is_empty()))
 }
