@@ -852,11 +852,60 @@ fn already_applied(
     ) {
         return Done::Elsewhere;
     }
+    if still_old(doc, search, replace, &m) {
+        return Done::Absent;
+    }
     let mut r = Resolution::status(EditStatus::AlreadyApplied);
     r.tier = Some(m.tier);
     r.similarity = Some(m.similarity);
     r.lines = Some(m.range);
     Done::Here(r)
+}
+
+/// Whether the file, where REPLACE was found tolerantly, still shows the
+/// state the edit changes: a line there is, byte for byte, a SEARCH line
+/// REPLACE does not keep (REPLACE strips `//! ` to `//!`, the file has
+/// `//! `), or SEARCH itself — at any tier, a typo included — spans the
+/// found lines and more (a deletion whose kept tail was found: the lines it
+/// removes are still around it).
+fn still_old(doc: &Document, search: &[String], replace: &[String], m: &Match) -> bool {
+    let dropped: std::collections::HashSet<&str> = search
+        .iter()
+        .filter(|l| !l.trim().is_empty() && !replace.contains(l))
+        .map(String::as_str)
+        .collect();
+    let shows_old = m.alignment.iter().zip(replace).any(|(d, r)| {
+        d.is_some_and(|d| doc.line(d) != r.as_str() && dropped.contains(doc.line(d)))
+    });
+    if shows_old {
+        return true;
+    }
+    if search.len() <= replace.len() {
+        return false;
+    }
+    // A deletion of SEARCH's tail (or head) whose removed lines still follow
+    // (precede) the found lines, in order and byte for byte.
+    let extra = search.len() - replace.len();
+    let lines_at = |from: usize| (from..from + extra).map(|i| doc.line(i));
+    let (head, tail) = (&search[..extra], &search[search.len() - extra..]);
+    let informative = |ls: &[String]| ls.iter().any(|l| !l.trim().is_empty());
+    let tail_left = informative(tail)
+        && m.range.end + extra <= doc.line_count()
+        && tail.iter().map(String::as_str).eq(lines_at(m.range.end));
+    let head_left = informative(head)
+        && m.range.start >= extra
+        && head
+            .iter()
+            .map(String::as_str)
+            .eq(lines_at(m.range.start - extra));
+    if tail_left || head_left {
+        return true;
+    }
+    matcher::locate(doc, search, None, &MatchOptions::default()).is_ok_and(|o| {
+        o.range.start <= m.range.start
+            && m.range.end <= o.range.end
+            && o.range.len() > m.range.len()
+    })
 }
 
 /// How much REPLACE resembles SEARCH (0–1): the share of lines a line diff keeps.
