@@ -61,7 +61,8 @@ them the expected image keeps the input's final-newline state, and a change
 that only toggles it is skipped.
 
 Determined: a case is "determined" when the input decides the answer. udiff
-and whole: always (line numbers; the whole text), except an ambiguous udiff
+and whole: always (line numbers; the whole text; for whole, not when a line's
+only change is its trailing whitespace, which whole.md keeps), except an ambiguous udiff
 whose duplicate went above a hunk (its line numbers are then stale and the
 text is in two places) and the zero-mid/zero-top rule above. search/replace and apply_patch: every hunk's old
 lines occur exactly once in the pre-image (exactly for exact, typo, crlf,
@@ -205,6 +206,20 @@ def git(repo, *args, check=True):
     if check and rc != 0:
         raise RuntimeError(f"git {' '.join(args)}: {err.decode(errors='replace')}")
     return out
+
+
+def whole_says(pre: bytes, post: bytes) -> bool:
+    """Whether a whole-file rewrite can say this change: whole.md §5 keeps the
+    file's trailing whitespace on a line the rewrite keeps (scenario 38: a
+    model's copy drops it), so a change that only strips or adds trailing
+    whitespace on a line is not one the format expresses."""
+    import difflib
+    a, b = pre.split(b"\n"), post.split(b"\n")
+    strip = lambda l: l.rstrip(b" \t\r")
+    sm = difflib.SequenceMatcher(None, [strip(l) for l in a], [strip(l) for l in b], autojunk=False)
+    # Equal once trailing whitespace is stripped, different as bytes.
+    return not any(a[i] != b[j + (i - i1)] for tag, i1, i2, j1, _ in sm.get_opcodes()
+                   if tag == "equal" for i in range(i1, i2) for j in [j1])
 
 
 # ------------------------------------------------------------------ changes
@@ -515,7 +530,7 @@ def plan(change: Change, u3: bytes, u0: bytes, args) -> list[Spec]:
     if want(v, "hashline") and view is not None:
         add(v, "hashline", pre, fmt.render_hashline(path, fmt.hashline_edits(h0, view, False)), post, True)
     if want(v, "whole"):
-        add(v, "whole", pre, fmt.render_whole(path, post), post, True)
+        add(v, "whole", pre, fmt.render_whole(path, post), post, whole_says(pre, post))
     if want("echo", "hashline") and view is not None:
         add("echo", "hashline", pre, fmt.render_hashline(path, fmt.hashline_edits(h0, view, True)), post, True)
     if want("zero-exact", "udiff"):
@@ -579,7 +594,7 @@ def plan(change: Change, u3: bytes, u0: bytes, args) -> list[Spec]:
             add("crlf", "hashline", cin, fmt.render_hashline(path, fmt.hashline_edits(h0, view, False)),
                 cexp, True)
         if want("crlf", "whole"):
-            add("crlf", "whole", cin, fmt.render_whole(path, post), cexp, True)
+            add("crlf", "whole", cin, fmt.render_whole(path, post), cexp, whole_says(pre, post))
 
     # no final newline, edit written as if there were one
     last_s, last_c = h3[-1].old_range0()
@@ -592,7 +607,7 @@ def plan(change: Change, u3: bytes, u0: bytes, args) -> list[Spec]:
             add("no-eol", "hashline", nin, fmt.render_hashline(path, fmt.hashline_edits(h0, view, False)),
                 nexp, True)
         if want("no-eol", "whole"):
-            add("no-eol", "whole", nin, fmt.render_whole(path, post), nexp, True)
+            add("no-eol", "whole", nin, fmt.render_whole(path, post), nexp, whole_says(pre, post))
 
     # ambiguity: one hunk's old lines copied outside every hunk
     if any(want("ambiguous", f) for f in QUOTED):
