@@ -404,8 +404,16 @@ fn plan_in(
     let mut writes = Vec::new();
     let mut originals: HashMap<String, Document> = HashMap::new();
     let mut touched: Vec<String> = Vec::new();
-    for work in group(patch, default_path) {
-        let (mut report, mut outcome) = plan_file(files_in, &work, opts);
+    let works = group(patch, default_path);
+    // Files the patch deletes: a file it creates with their content is a
+    // rename a `--no-renames` diff wrote as a deletion and a creation.
+    let gone: Vec<String> = works
+        .iter()
+        .filter(|w| matches!(w.kind, Kind::Delete | Kind::Remove))
+        .filter_map(|w| w.path.clone())
+        .collect();
+    for work in works {
+        let (mut report, mut outcome) = plan_file(files_in, &work, opts, &gone);
         // A file someone made read-only is not rewritten behind their back.
         if let Some(o) = outcome
             .as_mut()
@@ -598,6 +606,7 @@ fn plan_file(
     ws: &dyn Files,
     work: &FileWork<'_>,
     opts: &ApplyOptions,
+    gone: &[String],
 ) -> (FileReport, Option<Outcome>) {
     let mut report = FileReport {
         path: work.path.clone().unwrap_or_default(),
@@ -692,7 +701,7 @@ fn plan_file(
                     result_blob: work.result_blob.clone(),
                     edits: work.edits.clone(),
                 };
-                let (mut r, outcome) = plan_file(ws, &moved, opts);
+                let (mut r, outcome) = plan_file(ws, &moved, opts, gone);
                 if r.status == FileStatus::Unchanged {
                     all_already_applied(&mut r);
                 }
@@ -817,9 +826,12 @@ fn plan_file(
             );
             if writes_text && opts.syntax != SyntaxPolicy::Off {
                 let target = work.rename_to.as_deref().unwrap_or(path);
+                let moved_from = (!exists)
+                    .then(|| moved_from(ws, gone, target, &after))
+                    .flatten();
                 if guard_syntax(
                     target,
-                    exists.then_some(&doc),
+                    exists.then_some(&doc).or(moved_from.as_ref()),
                     &after,
                     opts.syntax,
                     &mut report,
@@ -848,6 +860,30 @@ fn plan_file(
             )
         }
     }
+}
+
+/// The file among `gone` (deleted by the same patch) that a file created at
+/// `target` continues — same extension, and at least half of the new lines
+/// are its lines — so the syntax guard counts only errors the move added
+/// (the grammar's blind spots in moved code are not the edit's). Read only
+/// for a new file of a checked language.
+fn moved_from(ws: &dyn Files, gone: &[String], target: &str, after: &Document) -> Option<Document> {
+    let ext = |p: &str| {
+        std::path::Path::new(p)
+            .extension()
+            .map(std::ffi::OsStr::to_owned)
+    };
+    let new_lines: std::collections::HashSet<&str> = after.lines().collect();
+    gone.iter()
+        .filter(|p| ext(p) == ext(target))
+        .filter_map(|p| {
+            let read = ws.read(p).ok()??;
+            let doc = Document::from_vec(read.bytes).ok()?;
+            let shared = doc.lines().filter(|l| new_lines.contains(l)).count();
+            (shared * 2 >= after.line_count().max(1)).then_some((shared, doc))
+        })
+        .max_by_key(|(shared, _)| *shared)
+        .map(|(_, doc)| doc)
 }
 
 /// The syntax guard on one file's change. Returns `true` when the change is
