@@ -659,7 +659,37 @@ fn rust_gap(node: Node<'_>, src: &[u8]) -> bool {
             return true;
         }
     }
+    if safe_item(node, text, src) {
+        return true;
+    }
     !text.is_empty() && in_macro(node) && whole_tokens(text)
+}
+
+/// Rust 2024's `safe fn` / `safe static` in an `unsafe extern` block, which
+/// the grammar does not know: the error is the `safe` qualifier (alone, or
+/// with the item it starts) and the item after it is a function or static.
+fn safe_item(node: Node<'_>, text: &str, src: &[u8]) -> bool {
+    let Some(rest) = text.strip_prefix("safe") else {
+        return false;
+    };
+    let after = if rest.trim().is_empty() {
+        String::from_utf8_lossy(&src[node.end_byte()..src.len().min(node.end_byte() + 16)])
+            .trim_start()
+            .to_owned()
+    } else if rest.starts_with(char::is_whitespace) {
+        rest.trim_start().to_owned()
+    } else {
+        return false;
+    };
+    let item = after.starts_with("fn ") || after.starts_with("static ");
+    let mut up = node.parent();
+    while let Some(n) = up {
+        if n.kind() == "foreign_mod_item" {
+            return item;
+        }
+        up = n.parent();
+    }
+    false
 }
 
 /// Whether a node lies inside a macro invocation's or definition's tokens.
@@ -829,6 +859,15 @@ mod tests {
     /// Found by replaying ripgrep's history: Rust 2015 `try!` in every
     /// position it takes, and tokens the grammar cannot read inside macros,
     /// are not errors; what rustc refuses inside a macro still is.
+    #[test]
+    fn rust_2024_safe_items_are_a_grammar_gap() {
+        let new =
+            "unsafe extern \"C\" {\n    safe fn abs(x: i32) -> i32;\n    safe static N: i32;\n}\n";
+        assert_eq!(new_errors("lib.rs", "", new), Vec::new());
+        // `safe` anywhere else is no gap.
+        assert!(!new_errors("lib.rs", "", "fn f() {\n    safe fn g() {}\n}\n").is_empty());
+    }
+
     #[test]
     fn grammar_gaps_are_not_the_edits() {
         let ok = "fn f() -> R {\n    Ok(1)\n}\n";
