@@ -883,6 +883,11 @@ fn still_old(doc: &Document, search: &[String], replace: &[String], m: &Match) -
     if search.len() <= replace.len() {
         return false;
     }
+    // REPLACE found only by passing over blank lines the file has there, as
+    // many as SEARCH quotes: the blank line the edit removes is still there.
+    if m.range.len() > replace.len() && m.range.len() == search.len() {
+        return true;
+    }
     // A deletion of SEARCH's tail (or head) whose removed lines still follow
     // (precede) the found lines, in order and byte for byte.
     let extra = search.len() - replace.len();
