@@ -643,15 +643,15 @@ impl Workspace {
         Ok(Some(cur))
     }
 
-    /// Reads the file `name` in `dir`: `None` when absent; refuses a
-    /// directory, anything but a regular file, and files over the size limit.
-    fn read_in(
+    /// The metadata of the file `name` in `dir`: `None` when absent; refuses
+    /// a directory, anything but a regular file, and files over the size limit.
+    fn regular_meta(
         &self,
         dir: &Dir,
         name: &OsStr,
         rel: &str,
         abs: &Path,
-    ) -> Result<Option<Before>, WorkspaceError> {
+    ) -> Result<Option<Meta>, WorkspaceError> {
         let meta = match dir.stat(name).map_err(io_at(abs))? {
             None => return Ok(None),
             Some(m) if m.kind == FileKind::Directory => {
@@ -668,6 +668,22 @@ impl Workspace {
             Some(m) => m,
         };
         self.check_size(rel, meta.size)?;
+        Ok(Some(meta))
+    }
+
+    /// Reads the file `name` in `dir`: `None` when absent; refuses a
+    /// directory, anything but a regular file, and files over the size limit.
+    fn read_in(
+        &self,
+        dir: &Dir,
+        name: &OsStr,
+        rel: &str,
+        abs: &Path,
+    ) -> Result<Option<Before>, WorkspaceError> {
+        // Checked by name first, so a FIFO is never opened; then on the handle.
+        if self.regular_meta(dir, name, rel, abs)?.is_none() {
+            return Ok(None);
+        }
         let (file, meta) = dir.open_read(name).map_err(io_at(abs))?;
         self.check_size(rel, meta.size)?;
         let mut bytes = Vec::with_capacity(usize::try_from(meta.size).unwrap_or(0));
@@ -696,22 +712,9 @@ impl Workspace {
         bytes: Vec<u8>,
         hash: u64,
     ) -> Result<Option<Before>, WorkspaceError> {
-        let meta = match dir.stat(name).map_err(io_at(abs))? {
-            None => return Ok(None),
-            Some(m) if m.kind == FileKind::Directory => {
-                return Err(WorkspaceError::IsDirectory {
-                    path: rel.to_owned(),
-                });
-            }
-            Some(m) if m.kind != FileKind::Regular => {
-                return Err(WorkspaceError::NotRegular {
-                    path: rel.to_owned(),
-                    found: m.kind,
-                });
-            }
-            Some(m) => m,
+        let Some(meta) = self.regular_meta(dir, name, rel, abs)? else {
+            return Ok(None);
         };
-        self.check_size(rel, meta.size)?;
         if meta.size != bytes.len() as u64 {
             return Err(WorkspaceError::Stale {
                 path: rel.to_owned(),
