@@ -1045,11 +1045,14 @@ fn resolve_anchor_edit(
         AnchorOp::Replace { .. }
             if lines.len() >= 2 && range.start > 0 && range.end < doc.line_count() =>
         {
-            // Both neighbours restated: the model echoed the frame. One side alone is kept.
+            // Both neighbours restated: the model echoed the frame. One side
+            // alone is kept. An echo copies a line or drops its trailing
+            // whitespace; a payload line that adds some is the model's own.
             let before = doc.line(range.start - 1);
             let after = doc.line(range.end);
-            if lines.first().is_some_and(|l| same(l, before))
-                && lines.last().is_some_and(|l| same(l, after))
+            let echoes = |l: &str, of: &str| same(l, of) && l.len() <= of.len();
+            if lines.first().is_some_and(|l| echoes(l, before))
+                && lines.last().is_some_and(|l| echoes(l, after))
             {
                 lines.remove(0);
                 lines.pop();
