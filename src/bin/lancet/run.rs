@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lancet::Workspace;
-use lancet::agent::config::{self, Layer, Trusted, WireKind};
+use lancet::agent::config::{Layer, Trusted, WireKind};
 use lancet::agent::models::{EditMode, Models};
 use lancet::agent::permissions::{
     Answer, Effect, Layout, Mode, NoTerminal, Permissions, Prompter, Question, Rule, confirmation,
@@ -29,7 +29,7 @@ use lancet::agent::types::Message;
 
 use crate::cli::{FormatChoice, ProviderChoice, RunArgs};
 use crate::error::{Error, Exit, Origin, UrlProblem};
-use crate::{style, trust};
+use crate::{settings, style, trust};
 
 /// Everything a run needs, resolved from the layers.
 pub(crate) struct Settings {
@@ -99,40 +99,19 @@ fn check_urls(layer: &Layer, file: &Path) -> Result<(), Error> {
     Ok(())
 }
 
-/// Parses one configuration file's text.
-fn parse_layer(text: &str, file: &Path) -> Result<Layer, Error> {
-    let layer = Layer::parse(text, &file.display().to_string()).map_err(Error::Config)?;
-    check_urls(&layer, file)?;
-    Ok(layer)
-}
-
 /// The configuration files, merged: the defaults, the user's file, and the
 /// project's `.lancet.toml` as far as the user trusts it.
 pub(crate) fn layers(args: &RunArgs, root: &Path) -> Result<Layer, Error> {
-    let mut layer = config::defaults();
-    let user_file = trust::user_config();
-    let mut trusted = Vec::new();
-    if let Some(path) = &user_file {
-        match std::fs::read_to_string(path) {
-            Ok(text) => {
-                let mut user = parse_layer(&text, path)?;
-                trusted = std::mem::take(&mut user.trusted);
-                layer = layer.merged(user);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => note(&format!("{} is not read: {e}", path.display())),
-        }
-    }
+    let settings::Files {
+        layer,
+        trusted,
+        user_file,
+        project,
+    } = settings::read(root, check_urls)?;
     let file = root.join(".lancet.toml");
-    let text = match trust::project_file(root, ".lancet.toml", trust::CONFIG_CAP) {
-        Ok(Some(text)) => text,
-        Ok(None) => return Ok(layer),
-        Err(refused) => {
-            note(&refused.to_string());
-            return Ok(layer);
-        }
+    let Some((text, mut project)) = project else {
+        return Ok(layer);
     };
-    let mut project = Layer::parse(&text, &file.display().to_string()).map_err(Error::Config)?;
     crate::sandbox::no_loosening_from_the_project(&mut project);
     let narrowed = project.clone().untrusted_project(&layer);
     let chosen = if narrowed.ignored.is_empty() {

@@ -1,8 +1,10 @@
 //! `lancet apply`'s configuration: the one key it reads, `undo`, from the
 //! user's file and the project's `.lancet.toml` as far as the user trusts it.
 //!
-//! Owns: reading and layering those two files for `apply`, cheaply (a file
-//! that is absent costs one failed open; nothing is parsed unless it exists).
+//! Owns: reading those two files (`read`, which `lancet run` layers too:
+//! one reader, the project's file only through `trust::project_file`), and
+//! layering them for `apply`, cheaply (a file that is absent costs one
+//! failed open; nothing is parsed unless it exists).
 //! Does not own: parsing and what an untrusted project may set
 //! (`lancet::agent::config`), finding the files and trust records (`trust`).
 //! `apply` never asks: an untrusted `.lancet.toml` may only narrow, so it can
@@ -10,32 +12,48 @@
 //! Invariant: the journal is off only if the user's own file, a trusted
 //! project's file, or the `--no-undo` flag says so.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use lancet::agent::config::{self, Layer};
+use lancet::agent::config::{self, Layer, Trusted};
 
 use crate::error::Error;
 use crate::{style, trust};
 
 /// A one-line note on stderr.
-fn note(text: &str) {
+pub(crate) fn note(text: &str) {
     anstream::eprintln!(
         "{}",
         style::paint(style::NOTICE, &format!("lancet: note: {text}"))
     );
 }
 
-/// Whether the configuration turns `lancet apply`'s undo journal off for the
-/// project at `root` (canonical): `undo = false` in the user's file, or in a
-/// `.lancet.toml` the user trusts, and no `undo = true` above it.
-pub(crate) fn journal_off(root: &Path) -> Result<bool, Error> {
+/// The configuration files as read: the defaults with the user's file
+/// merged (`check` run on it first), the projects that file trusts, its path,
+/// and the project's `.lancet.toml` — its text and layer — when it exists and
+/// may be read (through `trust::project_file`: regular, inside the root,
+/// bounded). Nothing is layered from the project here: what it may set is the
+/// caller's decision.
+pub(crate) struct Files {
+    pub(crate) layer: Layer,
+    pub(crate) trusted: Vec<Trusted>,
+    pub(crate) user_file: Option<PathBuf>,
+    pub(crate) project: Option<(String, Layer)>,
+}
+
+/// Reads the configuration files for the project at `root` (see [`Files`]).
+pub(crate) fn read(
+    root: &Path,
+    check: impl Fn(&Layer, &Path) -> Result<(), Error>,
+) -> Result<Files, Error> {
     let mut layer = config::defaults();
     let mut trusted = Vec::new();
-    if let Some(path) = trust::user_config() {
-        match std::fs::read_to_string(&path) {
+    let user_file = trust::user_config();
+    if let Some(path) = &user_file {
+        match std::fs::read_to_string(path) {
             Ok(text) => {
                 let mut user =
                     Layer::parse(&text, &path.display().to_string()).map_err(Error::Config)?;
+                check(&user, path)?;
                 trusted = std::mem::take(&mut user.trusted);
                 layer = layer.merged(user);
             }
@@ -44,25 +62,48 @@ pub(crate) fn journal_off(root: &Path) -> Result<bool, Error> {
         }
     }
     let file = root.join(".lancet.toml");
-    match trust::project_file(root, ".lancet.toml", trust::CONFIG_CAP) {
+    let project = match trust::project_file(root, ".lancet.toml", trust::CONFIG_CAP) {
         Ok(Some(text)) => {
-            let project =
-                Layer::parse(&text, &file.display().to_string()).map_err(Error::Config)?;
-            let chosen = if trust::is_trusted(&trusted, root, &trust::digest(&text)) {
-                project.trusted_project()
-            } else {
-                project.untrusted_project(&layer)
-            };
-            if chosen.ignored.contains(&"undo") {
-                note(&format!(
-                    "`undo = false` in {} is ignored: it is not trusted, and only a trusted project may turn the undo journal off",
-                    file.display()
-                ));
-            }
-            layer = layer.merged(chosen.layer);
+            let parsed = Layer::parse(&text, &file.display().to_string()).map_err(Error::Config)?;
+            Some((text, parsed))
         }
-        Ok(None) => {}
-        Err(refused) => note(&refused.to_string()),
+        Ok(None) => None,
+        Err(refused) => {
+            note(&refused.to_string());
+            None
+        }
+    };
+    Ok(Files {
+        layer,
+        trusted,
+        user_file,
+        project,
+    })
+}
+
+/// Whether the configuration turns `lancet apply`'s undo journal off for the
+/// project at `root` (canonical): `undo = false` in the user's file, or in a
+/// `.lancet.toml` the user trusts, and no `undo = true` above it.
+pub(crate) fn journal_off(root: &Path) -> Result<bool, Error> {
+    let Files {
+        mut layer,
+        trusted,
+        project,
+        ..
+    } = read(root, |_, _| Ok(()))?;
+    if let Some((text, project)) = project {
+        let chosen = if trust::is_trusted(&trusted, root, &trust::digest(&text)) {
+            project.trusted_project()
+        } else {
+            project.untrusted_project(&layer)
+        };
+        if chosen.ignored.contains(&"undo") {
+            note(&format!(
+                "`undo = false` in {} is ignored: it is not trusted, and only a trusted project may turn the undo journal off",
+                root.join(".lancet.toml").display()
+            ));
+        }
+        layer = layer.merged(chosen.layer);
     }
     Ok(layer.undo == Some(false))
 }
