@@ -64,6 +64,9 @@ pub struct ApplyOptions {
     pub force: bool,
     /// Keep no undo journal entry for the commit (see [`CommitOptions::no_undo`]).
     pub no_undo: bool,
+    /// Flush each written file to disk before it replaces the original (see
+    /// [`CommitOptions::fsync`]; off by default).
+    pub fsync: bool,
 }
 
 /// A resolved apply, ready to be written.
@@ -78,6 +81,8 @@ pub struct Plan {
     force: bool,
     /// [`ApplyOptions::no_undo`], for the commit.
     no_undo: bool,
+    /// [`ApplyOptions::fsync`], for the commit.
+    fsync: bool,
 }
 
 /// One file's planned change: `after` at `new_path` (or nothing: deleted).
@@ -186,7 +191,7 @@ impl Plan {
         let opts = CommitOptions {
             force: self.force,
             no_undo: self.no_undo,
-            ..CommitOptions::default()
+            fsync: self.fsync,
         };
         lock.commit_read(&changes, &opts, originals)?;
         self.report.written = true;
@@ -490,6 +495,7 @@ fn plan_in(
         writes,
         force: opts.force,
         no_undo: opts.no_undo,
+        fsync: opts.fsync,
     }
 }
 

@@ -134,6 +134,10 @@ pub struct Layer {
     /// `false` is `--no-undo` for every apply). The agent's edits are
     /// journalled whatever this says.
     pub undo: Option<bool>,
+    /// Whether every file lancet writes (apply and the agent's edits) is
+    /// flushed to disk before it replaces the original (default false, as
+    /// in git and GNU patch; see `CommitOptions::fsync` for what it adds).
+    pub fsync: Option<bool>,
 }
 
 /// A project's layer as it may apply, and the keys of it that were dropped.
@@ -213,6 +217,7 @@ impl Layer {
         self.permissions.deny.extend(over.permissions.deny);
         self.trusted.extend(over.trusted);
         self.undo = over.undo.or(self.undo);
+        self.fsync = over.fsync.or(self.fsync);
         self
     }
 
@@ -264,6 +269,7 @@ impl Layer {
             max_retries,
             max_reply_bytes,
             undo,
+            fsync,
         } = self;
         let built_in = defaults();
         let mut ignored = Vec::new();
@@ -326,6 +332,10 @@ impl Layer {
         let wants_off = undo == Some(false);
         let undo = undo.filter(|on| *on || !user_undo);
         drop(wants_off && undo.is_none(), "undo");
+        // Flushing may be turned on, never off past the user's own choice.
+        let user_fsync = beneath.fsync.unwrap_or(false);
+        let fsync_kept = fsync.filter(|on| *on || !user_fsync);
+        drop(fsync.is_some() && fsync_kept.is_none(), "fsync");
         ProjectLayer {
             layer: Layer {
                 model,
@@ -350,6 +360,7 @@ impl Layer {
                 max_retries: max_retries.filter(|_| retries.is_some()),
                 max_reply_bytes: reply,
                 undo,
+                fsync: fsync_kept,
             },
             ignored,
         }
@@ -449,6 +460,26 @@ mod tests {
         let p = off.clone().untrusted_project(&user_off);
         assert_eq!((p.layer.undo, p.ignored.len()), (Some(false), 0));
         assert_eq!(off.trusted_project().layer.undo, Some(false));
+    }
+
+    /// An untrusted project may turn flushing on, and off only where the
+    /// user has not turned it on; a trusted one may do either.
+    #[test]
+    fn an_untrusted_project_cannot_turn_flushing_off_past_the_user() {
+        let off = Layer::parse("fsync = false\n", ".lancet.toml").unwrap();
+        let on = Layer::parse("fsync = true\n", ".lancet.toml").unwrap();
+        let p = on.clone().untrusted_project(&defaults());
+        assert_eq!((p.layer.fsync, p.ignored.len()), (Some(true), 0));
+        let p = off.clone().untrusted_project(&defaults());
+        assert_eq!((p.layer.fsync, p.ignored.len()), (Some(false), 0));
+        let user_on = defaults().merged(Layer::parse("fsync = true\n", "user").unwrap());
+        let p = off.clone().untrusted_project(&user_on);
+        assert_eq!(
+            (p.layer.fsync, p.ignored.as_slice()),
+            (None, &["fsync"][..])
+        );
+        assert_eq!(user_on.clone().merged(p.layer).fsync, Some(true));
+        assert_eq!(off.trusted_project().layer.fsync, Some(false));
     }
 
     #[test]

@@ -6,13 +6,13 @@
 //! every [`Mode::ALL`](lancet::agent::permissions::Mode::ALL) name, so a new
 //! format or mode needs no change here.
 
-use std::ffi::OsStr;
-use std::path::PathBuf;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
 
 use clap::builder::TypedValueParser;
 use clap::builder::{NonEmptyStringValueParser, PossibleValue, PossibleValuesParser};
 use clap::error::ErrorKind;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, FromArgMatches, Parser, Subcommand, ValueEnum};
 use lancet::Format;
 
 /// Applies edits written by language models to source files.
@@ -23,9 +23,48 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
+/// `apply`'s one-line help (the whole tree's and [`Cli::parse_args`]'s).
+const APPLY_ABOUT: &str = "Apply edits (search/replace blocks, …) to the files they name";
+
+impl Cli {
+    /// Parses this process's command line (see [`Cli::parse_from`]).
+    pub(crate) fn parse_args() -> Result<Cli, clap::Error> {
+        Cli::parse_from(std::env::args_os().collect())
+    }
+
+    /// Parses `args` (the program's name first). `lancet apply …` is parsed
+    /// against the `apply` subcommand alone: it is a short process whose
+    /// start-up is a large part of a small edit, and building every other
+    /// subcommand's arguments is work (and pages of code touched) it does
+    /// not need. Its values, help, version and errors are the whole tree's
+    /// (`apply_alone_parses_as_the_whole_tree` compares them).
+    fn parse_from(args: Vec<OsString>) -> Result<Cli, clap::Error> {
+        if args.get(1).is_some_and(|a| a == "apply") {
+            let program = args
+                .first()
+                .map(Path::new)
+                .and_then(Path::file_name)
+                .map_or_else(|| "lancet".into(), OsStr::to_string_lossy);
+            let apply = ApplyArgs::augment_args(
+                clap::Command::new("apply")
+                    .bin_name(format!("{program} apply"))
+                    .display_name("lancet-apply")
+                    .version(env!("CARGO_PKG_VERSION"))
+                    .about(APPLY_ABOUT),
+            );
+            let matches = apply.try_get_matches_from(&args[1..])?;
+            let apply = ApplyArgs::from_arg_matches(&matches)?;
+            return Ok(Cli {
+                command: Command::Apply(apply),
+            });
+        }
+        Cli::try_parse_from(args)
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Apply edits (search/replace blocks, …) to the files they name.
+    #[command(about = APPLY_ABOUT)]
     Apply(ApplyArgs),
     /// Show a file the way an edit format presents it to a model.
     View(ViewArgs),
@@ -418,4 +457,59 @@ pub(crate) enum BenchCommand {
         /// Result directories.
         dirs: Vec<PathBuf>,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a parse gave: the arguments, or the error as a person sees it.
+    fn outcome(r: Result<Cli, clap::Error>) -> String {
+        match r {
+            Ok(cli) => format!("{:?}", cli.command),
+            Err(e) => format!("{:?} {} {}", e.kind(), e.exit_code(), e.render()),
+        }
+    }
+
+    #[test]
+    fn apply_alone_parses_as_the_whole_tree() {
+        let cases: &[&[&str]] = &[
+            &[],
+            &["edit.diff"],
+            &["-"],
+            &["--help"],
+            &["-h"],
+            &["-V"],
+            &["--version"],
+            &["--bogus"],
+            &["-f", "udiff", "-p", "1", "-C", "/tmp", "--json", "x.diff"],
+            &["--format", "nope", "x"],
+            &["--format=search-replace", "--file", "a.rs", "--dry-run"],
+            &["-p", "many"],
+            &[
+                "--max-tier",
+                "exact",
+                "--partial",
+                "--syntax",
+                "warn",
+                "-R",
+                "--force",
+            ],
+            &["--no-undo", "--check", "a", "b"],
+            &["--syntax"],
+            &["--", "--weird-name"],
+        ];
+        for program in ["lancet", "/usr/local/bin/lancet", "l0"] {
+            for case in cases {
+                let args: Vec<OsString> = [program, "apply"]
+                    .iter()
+                    .chain(case.iter())
+                    .map(OsString::from)
+                    .collect();
+                let alone = outcome(Cli::parse_from(args.clone()));
+                let whole = outcome(Cli::try_parse_from(args));
+                assert_eq!(alone, whole, "{program} apply {case:?}");
+            }
+        }
+    }
 }

@@ -25,14 +25,13 @@ use std::io::{IsTerminal, Read};
 use std::path::Path;
 use std::process::ExitCode;
 
-use clap::Parser;
 use lancet::{ApplyOptions, Format, MatchOptions, Tier, Workspace, WorkspaceError};
 
 use cli::{ApplyArgs, Cli, Command, DiffArgs, FormatChoice, FormatsArgs, UndoArgs, ViewArgs};
 use error::{Error, Exit};
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::parse_args() {
         Ok(cli) => cli,
         Err(e) => {
             let exit = if e.use_stderr() {
@@ -132,16 +131,24 @@ fn open_root(root: &Path) -> Result<Workspace, Error> {
     })
 }
 
-/// Whether the configuration turns the undo journal off (`undo = false`);
-/// a build without the agent reads no configuration.
+/// What the configuration says for `apply` (`undo`, `fsync`); a build
+/// without the agent reads no configuration.
 #[cfg(feature = "agent")]
-fn journal_off(root: &Path) -> Result<bool, Error> {
-    settings::journal_off(root)
+fn apply_settings(root: &Path) -> Result<settings::ApplySettings, Error> {
+    settings::apply_settings(root)
+}
+
+/// The defaults: journal on, no flushing.
+#[cfg(not(feature = "agent"))]
+#[derive(Default)]
+struct ApplySettings {
+    journal_off: bool,
+    fsync: bool,
 }
 
 #[cfg(not(feature = "agent"))]
-fn journal_off(_root: &Path) -> Result<bool, Error> {
-    Ok(false)
+fn apply_settings(_root: &Path) -> Result<ApplySettings, Error> {
+    Ok(ApplySettings::default())
 }
 
 fn apply(args: &ApplyArgs) -> Result<Exit, Error> {
@@ -183,7 +190,13 @@ fn apply(args: &ApplyArgs) -> Result<Exit, Error> {
     opts.matching = matching;
     opts.partial = args.partial;
     opts.force = args.force;
-    opts.no_undo = args.no_undo || write && journal_off(ws.root())?;
+    let configured = if write {
+        apply_settings(ws.root())?
+    } else {
+        Default::default()
+    };
+    opts.no_undo = args.no_undo || configured.journal_off;
+    opts.fsync = configured.fsync;
     opts.default_path = args.file.clone();
     opts.syntax = match args.syntax {
         Some(cli::SyntaxPolicy::Warn) => lancet::SyntaxPolicy::Warn,

@@ -385,6 +385,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
     tc.format = s.format;
     tc.text_mode = s.text_mode;
     tc.bash_timeout = Duration::from_secs(s.bash_timeout);
+    tc.apply.fsync = s.layer.fsync.unwrap_or(false);
     // Found once, said once: what the bash tool's commands are confined to.
     let jail =
         crate::sandbox::for_run(ws.root(), s.sandbox, s.sandbox_network, &s.sandbox_writable);

@@ -1,5 +1,6 @@
-//! `lancet apply`'s configuration: the one key it reads, `undo`, from the
-//! user's file and the project's `.lancet.toml` as far as the user trusts it.
+//! `lancet apply`'s configuration: the keys it reads, `undo` and `fsync`,
+//! from the user's file and the project's `.lancet.toml` as far as the user
+//! trusts it.
 //!
 //! Owns: reading those two files (`read`, which `lancet run` layers too:
 //! one reader, the project's file only through `trust::project_file`), and
@@ -10,7 +11,8 @@
 //! `apply` never asks: an untrusted `.lancet.toml` may only narrow, so it can
 //! turn the journal on, never off (`lancet run --trust` trusts a file).
 //! Invariant: the journal is off only if the user's own file, a trusted
-//! project's file, or the `--no-undo` flag says so.
+//! project's file, or the `--no-undo` flag says so; files are flushed when
+//! any file read says `fsync = true` and none the user trusts more says false.
 
 use std::path::{Path, PathBuf};
 
@@ -81,10 +83,20 @@ pub(crate) fn read(
     })
 }
 
-/// Whether the configuration turns `lancet apply`'s undo journal off for the
-/// project at `root` (canonical): `undo = false` in the user's file, or in a
-/// `.lancet.toml` the user trusts, and no `undo = true` above it.
-pub(crate) fn journal_off(root: &Path) -> Result<bool, Error> {
+/// What the configuration says for `lancet apply` in the project at `root`
+/// (canonical).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ApplySettings {
+    /// The undo journal is off: `undo = false` in the user's file, or in a
+    /// `.lancet.toml` the user trusts, and no `undo = true` above it.
+    pub(crate) journal_off: bool,
+    /// Written files are flushed to disk first (`fsync = true`; a project's
+    /// file may turn it on, and off only where the user has not).
+    pub(crate) fsync: bool,
+}
+
+/// Reads [`ApplySettings`] for the project at `root` (canonical).
+pub(crate) fn apply_settings(root: &Path) -> Result<ApplySettings, Error> {
     let Files {
         mut layer,
         trusted,
@@ -105,5 +117,8 @@ pub(crate) fn journal_off(root: &Path) -> Result<bool, Error> {
         }
         layer = layer.merged(chosen.layer);
     }
-    Ok(layer.undo == Some(false))
+    Ok(ApplySettings {
+        journal_off: layer.undo == Some(false),
+        fsync: layer.fsync == Some(true),
+    })
 }
