@@ -75,12 +75,25 @@ pub enum DecodeError {
     },
 }
 
-/// One line's place in the text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct LineSpan {
-    start: usize,
-    end: usize,
-    eol: Eol,
+/// Line `i` of `text` whose line starts are `starts`: where it starts,
+/// where its content ends, and its ending. Only where each line starts is
+/// kept (8 bytes a line, where start, end and ending took 24): the rest is
+/// one or two bytes of the text away, and a large file's two line tables
+/// (before and after an edit) are a large part of the memory an apply
+/// touches (`benches/process_udiff.sh`, 100,000 lines).
+fn span(text: &str, starts: &[usize], i: usize) -> (usize, usize, Eol) {
+    let start = starts[i];
+    let next = starts.get(i + 1).copied().unwrap_or(text.len());
+    let b = text.as_bytes();
+    if next > start && b[next - 1] == b'\n' {
+        if next - 1 > start && b[next - 2] == b'\r' {
+            (start, next - 2, Eol::CrLf)
+        } else {
+            (start, next - 1, Eol::Lf)
+        }
+    } else {
+        (start, next, Eol::None)
+    }
 }
 
 /// A file's text with a faithful record of its line endings, BOM and final newline.
@@ -88,7 +101,8 @@ struct LineSpan {
 pub struct Document {
     bom: bool,
     text: String,
-    lines: Vec<LineSpan>,
+    /// Where each line starts (see [`span`]).
+    lines: Vec<usize>,
     /// Where each distinct line occurs, built on demand when many edits
     /// search one document (see [`Document::warm_index`]).
     index: OnceLock<LineIndex>,
@@ -245,8 +259,8 @@ impl Document {
     /// # Panics
     /// If `i` is out of range.
     pub fn line(&self, i: usize) -> &str {
-        let span = self.lines[i];
-        &self.text[span.start..span.end]
+        let (start, end, _) = span(&self.text, &self.lines, i);
+        &self.text[start..end]
     }
 
     /// The ending of line `i` (0-based).
@@ -254,17 +268,17 @@ impl Document {
     /// # Panics
     /// If `i` is out of range.
     pub fn eol(&self, i: usize) -> Eol {
-        self.lines[i].eol
+        span(&self.text, &self.lines, i).2
     }
 
     /// Iterates over the lines without their endings.
     pub fn lines(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
-        self.lines.iter().map(|s| &self.text[s.start..s.end])
+        (0..self.lines.len()).map(|i| self.line(i))
     }
 
     /// Whether the last line ends with a newline (false for an empty document).
     pub fn has_final_newline(&self) -> bool {
-        self.lines.last().is_some_and(|s| s.eol != Eol::None)
+        self.text.ends_with('\n')
     }
 
     /// The ending most lines use (`\n` on a tie or when there is none).
@@ -275,8 +289,14 @@ impl Document {
     /// The ending most lines use; `default` when no line has one (an empty or
     /// one-line file says nothing about its endings).
     fn dominant_or(&self, default: Eol) -> Eol {
-        let crlf = self.lines.iter().filter(|s| s.eol == Eol::CrLf).count();
-        let lf = self.lines.iter().filter(|s| s.eol == Eol::Lf).count();
+        let (mut crlf, mut lf) = (0, 0);
+        for i in 0..self.lines.len() {
+            match self.eol(i) {
+                Eol::CrLf => crlf += 1,
+                Eol::Lf => lf += 1,
+                Eol::None => {}
+            }
+        }
         match (crlf, lf) {
             (0, 0) => default,
             _ if crlf > lf => Eol::CrLf,
@@ -309,13 +329,17 @@ impl Document {
         let start = self
             .lines
             .get(range.start)
-            .map_or(self.text.len(), |s| s.start);
+            .copied()
+            .unwrap_or(self.text.len());
+        // The end of line `range.end - 1`, ending included, is where the
+        // next line starts (or the text ends).
         let end = if range.end == 0 {
             0
         } else {
             self.lines
-                .get(range.end - 1)
-                .map_or(self.text.len(), |s| s.end + s.eol.as_str().len())
+                .get(range.end)
+                .copied()
+                .unwrap_or(self.text.len())
         };
         start..end.max(start)
     }
@@ -335,7 +359,7 @@ impl Document {
         let mut out = String::with_capacity(self.text.len() + inserted);
         // The line table of `out`, kept as it grows: the untouched lines'
         // spans are this document's, shifted, so only new text is scanned.
-        let mut table: Vec<LineSpan> = Vec::with_capacity(self.lines.len() + 8);
+        let mut table: Vec<usize> = Vec::with_capacity(self.lines.len() + 8);
         let mut cursor = 0usize; // next line of `self` not yet copied
         let n = self.lines.len();
         let mut final_newline = self.has_final_newline();
@@ -345,7 +369,7 @@ impl Document {
         let mut tail = None;
         for (range, lines) in replacements {
             if cursor < range.start {
-                tail = Some(self.lines[range.start - 1].eol);
+                tail = Some(self.eol(range.start - 1));
             }
             self.append_lines(&mut out, &mut table, cursor..range.start);
             let eols = self.endings_for(range.clone(), lines.len(), dominant);
@@ -354,7 +378,7 @@ impl Document {
                 && range.is_empty()
                 && n > 0
                 && !lines.is_empty()
-                && self.lines[n - 1].eol == Eol::None
+                && self.eol(n - 1) == Eol::None
             {
                 append(&mut out, &mut table, dominant.as_str());
             }
@@ -370,7 +394,7 @@ impl Document {
             cursor = range.end;
         }
         if cursor < n {
-            tail = Some(self.lines[n - 1].eol);
+            tail = Some(self.eol(n - 1));
         }
         self.append_lines(&mut out, &mut table, cursor..n);
         if let Some(wanted) = final_newline_wanted {
@@ -383,10 +407,10 @@ impl Document {
         set_final_newline(&mut out, final_newline, dominant, tail);
         // The ending of the last line may have been added or removed: its
         // span (and that of an empty line the removal took) is scanned again.
-        while table.last().is_some_and(|s| s.start >= out.len()) {
+        while table.last().is_some_and(|&s| s >= out.len()) {
             table.pop();
         }
-        let from = table.pop().map_or(0, |s| s.start);
+        let from = table.pop().unwrap_or(0);
         line_table_into(&out, from, &mut table);
         debug_assert!(table == line_table(&out), "line table out of step");
         Document {
@@ -400,7 +424,7 @@ impl Document {
     /// Appends lines `range` of this document, endings included, to `out`
     /// and their spans to `table` (`out`'s line table): shifted copies of
     /// this document's spans when `out` ends a line, else scanned.
-    fn append_lines(&self, out: &mut String, table: &mut Vec<LineSpan>, range: Range<usize>) {
+    fn append_lines(&self, out: &mut String, table: &mut Vec<usize>, range: Range<usize>) {
         if range.is_empty() {
             return;
         }
@@ -410,11 +434,7 @@ impl Document {
             return;
         }
         let base = out.len();
-        table.extend(self.lines[range].iter().map(|s| LineSpan {
-            start: s.start - bytes.start + base,
-            end: s.end - bytes.start + base,
-            eol: s.eol,
-        }));
+        table.extend(self.lines[range].iter().map(|&s| s - bytes.start + base));
         out.push_str(&self.text[bytes]);
     }
 
@@ -423,10 +443,10 @@ impl Document {
     /// ending of the nearest neighbour, else the document's dominant one.
     fn endings_for(&self, range: Range<usize>, count: usize, dominant: Eol) -> Vec<Eol> {
         let fallback = {
-            let above = range.start.checked_sub(1).map(|i| self.lines[i].eol);
-            let below = self.lines.get(range.end).map(|s| s.eol);
+            let above = range.start.checked_sub(1).map(|i| self.eol(i));
+            let below = (range.end < self.lines.len()).then(|| self.eol(range.end));
             let last_old = range.end.checked_sub(1).filter(|&i| i >= range.start);
-            let pick = [last_old.map(|i| self.lines[i].eol), above, below]
+            let pick = [last_old.map(|i| self.eol(i)), above, below]
                 .into_iter()
                 .flatten()
                 .find(|e| *e != Eol::None);
@@ -434,7 +454,7 @@ impl Document {
         };
         (0..count)
             .map(|j| {
-                let own = (range.start + j < range.end).then(|| self.lines[range.start + j].eol);
+                let own = (range.start + j < range.end).then(|| self.eol(range.start + j));
                 // The file's last line may have no ending; the final-newline state is
                 // settled once for the whole text by `set_final_newline`.
                 match own {
@@ -479,7 +499,7 @@ fn set_final_newline(text: &mut String, wanted: bool, eol: Eol, tail: Option<Eol
     }
 }
 
-fn line_table(text: &str) -> Vec<LineSpan> {
+fn line_table(text: &str) -> Vec<usize> {
     let mut lines = Vec::with_capacity(text.len() / 32 + 1);
     line_table_into(text, 0, &mut lines);
     lines
@@ -487,16 +507,11 @@ fn line_table(text: &str) -> Vec<LineSpan> {
 
 /// Appends to `lines` the line table of `text` from byte `from` on (a line
 /// start), in `text`'s offsets.
-fn line_table_into(text: &str, from: usize, lines: &mut Vec<LineSpan>) {
+fn line_table_into(text: &str, from: usize, lines: &mut Vec<usize>) {
     let bytes = text.as_bytes();
     let mut start = from;
     let mut newline = |nl: usize| {
-        let (end, eol) = if nl > start && bytes[nl - 1] == b'\r' {
-            (nl - 1, Eol::CrLf)
-        } else {
-            (nl, Eol::Lf)
-        };
-        lines.push(LineSpan { start, end, eol });
+        lines.push(start);
         start = nl + 1;
     };
     // Newlines found eight bytes at a time, as the zero bytes of the word
@@ -524,18 +539,14 @@ fn line_table_into(text: &str, from: usize, lines: &mut Vec<LineSpan>) {
         }
     }
     if start < bytes.len() {
-        lines.push(LineSpan {
-            start,
-            end: bytes.len(),
-            eol: Eol::None,
-        });
+        lines.push(start);
     }
 }
 
 /// Appends `text` to `out`, keeping `table` the line table of `out`: only
 /// the appended bytes are scanned, from the start of `out`'s last line when
 /// that line is still open (no ending yet).
-fn append(out: &mut String, table: &mut Vec<LineSpan>, text: &str) {
+fn append(out: &mut String, table: &mut Vec<usize>, text: &str) {
     if text.is_empty() {
         return;
     }
@@ -547,11 +558,11 @@ fn append(out: &mut String, table: &mut Vec<LineSpan>, text: &str) {
 /// Where a scan of text appended to `out` starts: its end when it ends a
 /// line (or is empty), else the start of its open last line, whose span
 /// (`table`'s last) is dropped to be scanned again.
-fn reopen(out: &str, table: &mut Vec<LineSpan>) -> usize {
+fn reopen(out: &str, table: &mut Vec<usize>) -> usize {
     if out.is_empty() || out.ends_with('\n') {
         return out.len();
     }
-    table.pop().map_or(0, |s| s.start)
+    table.pop().unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -577,7 +588,7 @@ mod tests {
     /// line, a `\r` right before it makes it CRLF, wherever the word edges fall.
     #[test]
     fn line_table_matches_a_plain_scan() {
-        fn plain(text: &str) -> Vec<LineSpan> {
+        fn plain(text: &str) -> Vec<(usize, usize, Eol)> {
             let b = text.as_bytes();
             let mut out = Vec::new();
             let mut start = 0;
@@ -586,16 +597,12 @@ mod tests {
                     let cr = i > start && b[i - 1] == b'\r';
                     let end = if cr { i - 1 } else { i };
                     let eol = if cr { Eol::CrLf } else { Eol::Lf };
-                    out.push(LineSpan { start, end, eol });
+                    out.push((start, end, eol));
                     start = i + 1;
                 }
             }
             if start < b.len() {
-                out.push(LineSpan {
-                    start,
-                    end: b.len(),
-                    eol: Eol::None,
-                });
+                out.push((start, b.len(), Eol::None));
             }
             out
         }
@@ -609,7 +616,9 @@ mod tests {
                     .wrapping_add(1442695040888963407);
                 text.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
             }
-            assert_eq!(line_table(&text), plain(&text), "{text:?}");
+            let table = line_table(&text);
+            let spans: Vec<_> = (0..table.len()).map(|i| span(&text, &table, i)).collect();
+            assert_eq!(spans, plain(&text), "{text:?}");
         }
     }
 
