@@ -212,14 +212,34 @@ def whole_says(pre: bytes, post: bytes) -> bool:
     """Whether a whole-file rewrite can say this change: whole.md §5 keeps the
     file's trailing whitespace on a line the rewrite keeps (scenario 38: a
     model's copy drops it), so a change that only strips or adds trailing
-    whitespace on a line is not one the format expresses."""
+    whitespace on a line is not one the format expresses.
+
+    Two ways of finding such a line, either is enough: lines aligned as equal
+    once trailing whitespace is stripped but different as bytes; and, in the
+    byte-level diff, a changed block whose old and new sides hold the same
+    line with different trailing whitespace (where the stripped line equals
+    a neighbour — a blank line, `//!` — the first alignment can pair it with
+    the neighbour instead)."""
     import difflib
     a, b = pre.split(b"\n"), post.split(b"\n")
     strip = lambda l: l.rstrip(b" \t\r")
     sm = difflib.SequenceMatcher(None, [strip(l) for l in a], [strip(l) for l in b], autojunk=False)
     # Equal once trailing whitespace is stripped, different as bytes.
-    return not any(a[i] != b[j + (i - i1)] for tag, i1, i2, j1, _ in sm.get_opcodes()
-                   if tag == "equal" for i in range(i1, i2) for j in [j1])
+    if any(a[i] != b[j + (i - i1)] for tag, i1, i2, j1, _ in sm.get_opcodes()
+           if tag == "equal" for i in range(i1, i2) for j in [j1]):
+        return False
+    raw = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    for tag, i1, i2, j1, j2 in raw.get_opcodes():
+        if tag != "replace":
+            continue
+        old, new = {}, {}
+        for l in a[i1:i2]:
+            old.setdefault(strip(l), set()).add(l)
+        for l in b[j1:j2]:
+            new.setdefault(strip(l), set()).add(l)
+        if any(old[k] != new[k] for k in old.keys() & new.keys()):
+            return False
+    return True
 
 
 # ------------------------------------------------------------------ changes

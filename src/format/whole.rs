@@ -215,16 +215,42 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
 
 fn resolve_whole(w: &WholeFile, doc: &Document) -> Result<Resolution, EditError> {
     let old: Vec<&str> = doc.lines().collect();
-    // Lines equal but for trailing whitespace count as kept: a model retyping a
-    // file drops trailing spaces it never meant to change.
+    // Lines the model copied byte for byte are kept first; then, inside
+    // each changed block, lines equal but for trailing whitespace count as
+    // kept too: a model retyping a file drops trailing spaces it never meant
+    // to change. (In that order: where the file has both a blank line and a
+    // whitespace-only one, a blank line the model wrote is the blank one.)
+    // A copy never adds trailing whitespace: a line with trailing whitespace
+    // the file's lacks is the model's own (a `//! ` it wrote), written as given.
     let old_key: Vec<&str> = old.iter().map(|l| l.trim_end()).collect();
     let new_key: Vec<&str> = w.lines.iter().map(|l| l.trim_end()).collect();
     let mut ops = Vec::with_capacity(w.lines.len());
-    for run in splice::line_diff(&old_key, &new_key) {
+    for run in splice::line_diff(&old, &w.lines) {
         if run.equal {
             ops.extend(run.old.map(Op::Keep));
-        } else {
-            ops.extend(w.lines[run.new].iter().map(|l| Op::Add(l.clone())));
+            continue;
+        }
+        let (o, n) = (run.old.start, run.new.start);
+        for sub in splice::line_diff(&old_key[run.old.clone()], &new_key[run.new.clone()]) {
+            if !sub.equal {
+                ops.extend(
+                    w.lines[n + sub.new.start..n + sub.new.end]
+                        .iter()
+                        .cloned()
+                        .map(Op::Add),
+                );
+                continue;
+            }
+            for (i, j) in
+                (o + sub.old.start..o + sub.old.end).zip(n + sub.new.start..n + sub.new.end)
+            {
+                let model = &w.lines[j];
+                if old[i].starts_with(model.as_str()) {
+                    ops.push(Op::Keep(i));
+                } else {
+                    ops.push(Op::Add(model.clone()));
+                }
+            }
         }
     }
     let kept = ops.iter().filter(|op| matches!(op, Op::Keep(_))).count();
