@@ -92,6 +92,13 @@ impl Models {
         })
     }
 
+    /// `self`'s entries, then `fallback`'s: a user's table in front of the
+    /// built-in one.
+    pub fn before(mut self, fallback: Models) -> Models {
+        self.entries.extend(fallback.entries);
+        self
+    }
+
     /// The entry for `model` (the first whose pattern matches).
     pub fn lookup(&self, model: &str) -> Option<&ModelEntry> {
         self.entries
