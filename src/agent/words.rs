@@ -1822,8 +1822,15 @@ pub fn bench_recommend_reason(r: &super::bench::paired::Recommendation, date: &s
             t.p_value,
             t.common
         ),
+        Some((other, t)) if r.choice == *other => format!(
+            "{} is not distinguishable from the best, {} (exact McNemar p = {:.3} on {} common tasks), and costs fewer tokens",
+            arm(other),
+            arm(&r.best),
+            t.p_value,
+            t.common
+        ),
         Some((other, t)) => format!(
-            "{} is not distinguishable from the best, {}, nor the runner-up {} from it (exact McNemar p = {:.3} on {} common tasks), and costs fewer tokens",
+            "{} costs the fewest tokens of the formats not distinguishable from the best, {} (runner-up {}: exact McNemar p = {:.3} on {} common tasks)",
             arm(&r.choice),
             arm(&r.best),
             arm(other),
@@ -2074,7 +2081,11 @@ mod bench_report_tests {
         ] {
             put(&mut out, &format!("ReportText::{t:?}"), t.text());
         }
-        put(&mut out, "bench_html_wrong_place", &bench_html_wrong_place(3));
+        put(
+            &mut out,
+            "bench_html_wrong_place",
+            &bench_html_wrong_place(3),
+        );
         put(&mut out, "bench_html_counts", &bench_html_counts(80, 2, 5));
         for k in FailureKind::ALL {
             put(

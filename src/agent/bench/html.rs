@@ -153,7 +153,11 @@ pub fn render(report: &Report) -> String {
         report.wrong_place
     );
     let _ = writeln!(h, "<h1>{}</h1>", esc(T::Title.text()));
-    let _ = writeln!(h, "<pre id=\"script-errors\" hidden>{}\n</pre>", esc(T::ScriptFailed.text()));
+    let _ = writeln!(
+        h,
+        "<pre id=\"script-errors\" hidden>{}\n</pre>",
+        esc(T::ScriptFailed.text())
+    );
     let _ = writeln!(
         h,
         "<p>{}</p>\n<p><b>{}</b></p>",
@@ -203,7 +207,11 @@ pub fn render(report: &Report) -> String {
     if !report.conflicts.is_empty() {
         let _ = writeln!(h, "<h2>{}</h2>\n<ul>", esc(T::ConflictsTitle.text()));
         for c in &report.conflicts {
-            let _ = writeln!(h, "<li data-conflict>{}</li>", esc(&words::bench_conflict(c)));
+            let _ = writeln!(
+                h,
+                "<li data-conflict>{}</li>",
+                esc(&words::bench_conflict(c))
+            );
         }
         let _ = writeln!(h, "</ul>");
     }
@@ -497,9 +505,17 @@ fn details(h: &mut String, report: &Report) {
             r.tokens_out,
             r.cost.map_or_else(|| "–".to_owned(), |c| format!("{c:.4}")),
             r.median_ms,
-            if r.wrong_place > 0 { " class=\"alert\"" } else { "" },
+            if r.wrong_place > 0 {
+                " class=\"alert\""
+            } else {
+                ""
+            },
             r.wrong_place,
-            if failures.is_empty() { "–".to_owned() } else { esc(&failures.join(", ")) }
+            if failures.is_empty() {
+                "–".to_owned()
+            } else {
+                esc(&failures.join(", "))
+            }
         );
     }
     let _ = writeln!(h, "</tbody></table>");

@@ -195,12 +195,7 @@ fn ranked(arms: &Arms<'_>) -> Vec<Standing> {
     out
 }
 
-fn pair(
-    model: &str,
-    a: &Standing,
-    b: &Standing,
-    arms: &Arms<'_>,
-) -> Pair {
+fn pair(model: &str, a: &Standing, b: &Standing, arms: &Arms<'_>) -> Pair {
     let empty = BTreeMap::new();
     let get = |s: &Standing| {
         arms.get(&Arm {
@@ -403,7 +398,10 @@ mod tests {
         assert!(close(t.p_value, 2.0 / 128.0));
         assert!(v[0].distinguishable);
         let r = recommend(&records);
-        assert_eq!(r[0].choice.format, "hashline", "the better one, though dearer");
+        assert_eq!(
+            r[0].choice.format, "hashline",
+            "the better one, though dearer"
+        );
         assert!(r[0].distinguishable);
     }
 
@@ -447,6 +445,9 @@ mod tests {
         let mut records = two(12, 11, 5, 50, 40);
         let a = (verdicts(&records), pairs(&records), recommend(&records));
         records.reverse();
-        assert_eq!(a, (verdicts(&records), pairs(&records), recommend(&records)));
+        assert_eq!(
+            a,
+            (verdicts(&records), pairs(&records), recommend(&records))
+        );
     }
 }

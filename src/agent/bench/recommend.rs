@@ -165,10 +165,7 @@ mod tests {
     fn an_existing_entry_changes_three_keys_and_nothing_else() {
         let out = write_entries(FILE, &[entry("CLAUDE*", "hashline")]).unwrap();
         let want = FILE
-            .replace(
-                "format = \"search-replace\"",
-                "format = \"hashline\"",
-            )
+            .replace("format = \"search-replace\"", "format = \"hashline\"")
             .replace("reason = \"old\"", "reason = \"measured hashline\"");
         assert_eq!(out, want);
     }

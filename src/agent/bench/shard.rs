@@ -175,7 +175,10 @@ mod tests {
         }
         // Stable across builds and machines: XXH3 is a fixed function, so a
         // task's slice is too.
-        assert_eq!(xxhash_rust::xxh3::xxh3_64(b"calc"), 10_103_833_520_561_394_210);
+        assert_eq!(
+            xxhash_rust::xxh3::xxh3_64(b"calc"),
+            10_103_833_520_561_394_210
+        );
     }
 
     fn rec(task: &str, pass: bool, ms: u64) -> Record {

@@ -594,7 +594,11 @@ fn report(dirs: &[PathBuf], out: Option<&Path>) -> Result<Exit, Error> {
         crate::settings::note(&bench::conflict_text(c));
     }
     let mut lines = String::new();
-    for r in merged.records.iter().filter(|r| !present.contains(&r.key())) {
+    for r in merged
+        .records
+        .iter()
+        .filter(|r| !present.contains(&r.key()))
+    {
         if let Ok(line) = serde_json::to_string(r) {
             lines.push_str(&line);
             lines.push('\n');
