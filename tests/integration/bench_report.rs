@@ -266,7 +266,10 @@ fn unescape(s: &str) -> String {
 /// text gives the same value).
 fn f(element: &str, name: &str) -> f64 {
     let text = attr(element, name).unwrap_or_else(|| panic!("{name} missing in {element}"));
-    serde_json::from_str::<Value>(text).unwrap().as_f64().unwrap()
+    serde_json::from_str::<Value>(text)
+        .unwrap()
+        .as_f64()
+        .unwrap()
 }
 
 /// Runs chromium headless on `page` with `flags`: its stdout and stderr.

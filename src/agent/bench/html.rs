@@ -174,7 +174,7 @@ pub fn render(report: &Report) -> String {
     if report.wrong_place > 0 {
         let _ = writeln!(
             h,
-            "<div id=\"wrong-place\" class=\"alert\" data-wrong-place=\"{n}\"><b>{n}</b> {}</div>",
+            "<div id=\"wrong-place\" class=\"alert\" data-wrong-place=\"{n}\">{}</div>",
             esc(&words::bench_html_wrong_place(report.wrong_place)),
             n = report.wrong_place
         );
