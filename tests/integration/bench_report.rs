@@ -145,6 +145,11 @@ fn shards_merged_equal_an_unsharded_run() {
         untimed(read_json(&full.join("report.json")))
     );
     assert!(merged.join("report.html").is_file());
+    // A symlink planted at a report's path is replaced, never written through.
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    std::fs::remove_file(merged.join("report.html")).unwrap();
+    std::os::unix::fs::symlink(&victim, merged.join("report.html")).unwrap();
     assert!(String::from_utf8_lossy(&o.stdout).contains("best format per model"));
     // Rebuilding again adds nothing to the merged results.
     let before = std::fs::read_to_string(merged.join("results.jsonl")).unwrap();
@@ -154,6 +159,14 @@ fn shards_merged_equal_an_unsharded_run() {
         std::fs::read_to_string(merged.join("results.jsonl")).unwrap(),
         before
     );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    assert!(!merged.join("report.html").is_symlink());
+    // Nothing is left beside the reports.
+    let names: Vec<String> = std::fs::read_dir(&merged)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 3, "{names:?}");
 }
 
 /// The same job twice with different outcomes is reported (stderr and

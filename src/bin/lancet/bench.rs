@@ -432,12 +432,26 @@ fn write_report(dir: &Path, report: &Report) -> Result<(PathBuf, PathBuf), Error
         (&json_path, format!("{value:#}\n")),
         (&html_path, bench::html::render(report)),
     ] {
-        std::fs::write(path, text).map_err(|source| Error::BenchOut {
+        replace_file(dir, path, &text).map_err(|source| Error::BenchOut {
             path: path.clone(),
             source,
         })?;
     }
     Ok((json_path, html_path))
+}
+
+/// Writes `path` (in `dir`) whole: a new file beside it, renamed over it —
+/// so a reader never sees half a report, and a symlink or FIFO someone put
+/// at `path` is replaced, never written through.
+fn replace_file(dir: &Path, path: &Path, text: &str) -> std::io::Result<()> {
+    let (tmp, mut file) = tempfile_in(dir)?;
+    let written = file
+        .write_all(text.as_bytes())
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// `--recommend`: per real model of this run, the measured choice written
@@ -498,13 +512,7 @@ fn recommend(
         _ => PathBuf::from("."),
     };
     std::fs::create_dir_all(&dir).map_err(failed)?;
-    let mut tmp = tempfile_in(&dir).map_err(failed)?;
-    tmp.1.write_all(out.as_bytes()).map_err(failed)?;
-    tmp.1.sync_all().map_err(failed)?;
-    std::fs::rename(&tmp.0, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp.0);
-        failed(e)
-    })?;
+    replace_file(&dir, path, &out).map_err(failed)?;
     if !json {
         for e in &entries {
             eprintln!(
@@ -520,7 +528,7 @@ fn recommend(
 fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
     let mut n = 0u32;
     loop {
-        let path = dir.join(format!(".models.toml.lancet-{}-{n}", std::process::id()));
+        let path = dir.join(format!(".lancet-write-{}-{n}", std::process::id()));
         match std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
