@@ -1846,6 +1846,11 @@ pub fn bench_recommend_not_real(model: &str) -> String {
     format!("{model} is not a real model: no models.toml entry is written for it")
 }
 
+/// `--recommend` on a model that passed nothing: no evidence for any format.
+pub fn bench_recommend_no_pass(model: &str) -> String {
+    format!("{model} passed no task in any format: no models.toml entry is written for it")
+}
+
 /// `--recommend`: what was written.
 pub fn bench_recommended(pattern: &str, format: &str, mode: &str, path: &Path) -> String {
     format!(
@@ -2053,6 +2058,11 @@ mod bench_report_tests {
             &mut out,
             "bench_recommend_not_real",
             &bench_recommend_not_real("sim:perfect"),
+        );
+        put(
+            &mut out,
+            "bench_recommend_no_pass",
+            &bench_recommend_no_pass("gpt-x"),
         );
         put(
             &mut out,

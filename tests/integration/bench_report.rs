@@ -540,33 +540,58 @@ fn recommend_round_trips_through_lancet_run() {
     let tools = run_server.requests()[0].body["tools"].to_string();
     assert!(tools.contains("edit"), "{tools}");
 
-    // Recommending again updates the same entry in place; the comment stays.
-    let server = LlmServer::start(vec![
-        Scripted::openai_text("I would rather not."),
-        Scripted::openai_text("I would rather not."),
-    ]);
-    let o = lancet(
-        dir.path(),
-        Some(&server.openai_base_url()),
-        &[
-            "bench",
-            "-t",
-            &data("tasks"),
-            "--limit",
-            "1",
-            "-m",
-            "openai:scripted-model",
-            "-f",
-            "search-replace,whole",
-            "-j",
-            "1",
-            "--recommend",
-            "-o",
-            dir.path().join("out2").to_str().unwrap(),
+    // Recommending again updates the same entry in place (search/replace,
+    // now the only format measured); the user's comment stays.
+    let again = |script: Vec<Scripted>, out: &str| {
+        let server = LlmServer::start(script);
+        let o = lancet(
+            dir.path(),
+            Some(&server.openai_base_url()),
+            &[
+                "bench",
+                "-t",
+                &data("tasks"),
+                "--limit",
+                "1",
+                "-m",
+                "openai:scripted-model",
+                "-f",
+                "search-replace",
+                "-j",
+                "1",
+                "--recommend",
+                "-o",
+                dir.path().join(out).to_str().unwrap(),
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        (o, std::fs::read_to_string(&models).unwrap())
+    };
+    let (_, text) = again(
+        vec![
+            Scripted::openai_tool_call("c1", "read", r#"{"path": "calc.py"}"#),
+            Scripted::openai_tool_call("c2", "edit", &edit.to_string()),
+            Scripted::openai_text("Fixed."),
         ],
+        "out2",
     );
-    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    let again = std::fs::read_to_string(&models).unwrap();
-    assert!(again.contains("# mine, keep me"), "{again}");
-    assert_eq!(again.matches("[[model]]").count(), 1, "{again}");
+    assert!(text.contains("# mine, keep me"), "{text}");
+    assert_eq!(text.matches("[[model]]").count(), 1, "{text}");
+    let table: toml::Value = toml::from_str(&text).unwrap();
+    assert_eq!(table["model"][0]["format"].as_str(), Some("search-replace"));
+    assert!(
+        table["model"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("only search-replace")
+    );
+    // A model that passed nothing is evidence for no format: the file is
+    // left as it is, and stderr says why.
+    let (o, unchanged) = again(vec![Scripted::openai_text("I would rather not.")], "out3");
+    assert_eq!(unchanged, text);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("passed no task"),
+        "{}",
+        show(&o)
+    );
 }

@@ -51,8 +51,9 @@ use crate::Format;
 pub use super::words::bench_table as table;
 pub use super::words::{
     bench_conflict as conflict_text, bench_models_header as models_header,
-    bench_recommend_not_real as recommend_not_real, bench_recommend_reason as recommend_reason,
-    bench_recommended as recommended_text, bench_verdicts as verdicts_text,
+    bench_recommend_no_pass as recommend_no_pass, bench_recommend_not_real as recommend_not_real,
+    bench_recommend_reason as recommend_reason, bench_recommended as recommended_text,
+    bench_verdicts as verdicts_text,
 };
 pub use runner::{Job, Progress, RunEnd, run};
 pub use summary::{Row, Summary, wilson};

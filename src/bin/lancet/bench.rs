@@ -454,9 +454,9 @@ fn replace_file(dir: &Path, path: &Path, text: &str) -> std::io::Result<()> {
     written
 }
 
-/// `--recommend`: per real model of this run, the measured choice written
-/// into the models.toml at `path` (made, with a header, when absent). What
-/// was written, as JSON.
+/// `--recommend`: per real model of this run that passed anything, the
+/// measured choice written into the models.toml at `path` (made, with a
+/// header, when absent). What was written, as JSON.
 fn recommend(
     records: &[Record],
     patterns: &[(String, Option<String>)],
@@ -476,6 +476,14 @@ fn recommend(
             }
             continue;
         };
+        // Nothing passed (a provider that never answered, say): no evidence
+        // for any format, so the entry is left as it is.
+        if r.best.passed == 0 {
+            if !json {
+                crate::settings::note(&bench::recommend_no_pass(&r.model));
+            }
+            continue;
+        }
         entries.push(bench::recommend::Entry {
             pattern: name.clone(),
             format: r.choice.format.clone(),
