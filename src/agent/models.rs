@@ -1,4 +1,6 @@
-//! Which edit format a model gets: `edit-formats/models.toml`, compiled in.
+//! Which edit format a model gets: `edit-formats/models.toml`, compiled in,
+//! behind a user's own table in the same shape when the CLI finds one
+//! ([`Models::before`]; `lancet bench --recommend` writes it).
 //!
 //! The first entry whose pattern matches the model name decides the format,
 //! the mode (tool call or text) and the prices used for the cost line. Each

@@ -290,6 +290,7 @@ pub(crate) fn bench(args: &BenchArgs) -> Result<Exit, Error> {
     if json {
         emit(&serde_json::json!({
             "event": "start", "jobs": total, "already_done": records.len(),
+            "shard": args.shard,
             "out": out_dir.display().to_string(),
         }));
     }
