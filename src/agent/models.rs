@@ -1,4 +1,6 @@
-//! Which edit format a model gets: `edit-formats/models.toml`, compiled in.
+//! Which edit format a model gets: `edit-formats/models.toml`, compiled in,
+//! behind a user's own table in the same shape when the CLI finds one
+//! ([`Models::before`]; `lancet bench --recommend` writes it).
 //!
 //! The first entry whose pattern matches the model name decides the format,
 //! the mode (tool call or text) and the prices used for the cost line. Each
@@ -90,6 +92,13 @@ impl Models {
         Ok(Models {
             entries: file.model,
         })
+    }
+
+    /// `self`'s entries, then `fallback`'s: a user's table in front of the
+    /// built-in one.
+    pub fn before(mut self, fallback: Models) -> Models {
+        self.entries.extend(fallback.entries);
+        self
     }
 
     /// The entry for `model` (the first whose pattern matches).

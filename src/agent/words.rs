@@ -1041,6 +1041,7 @@ mod bench_tests {
             ms: 3,
             turns: 3,
             detail: None,
+            wrong_place: false,
         }
     }
 
@@ -1714,6 +1715,395 @@ mod tests {
             "bash_result (timed out, unchecked)",
             &with(true, false, 0, 0),
         );
+        insta::assert_snapshot!(out);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The benchmark's verdicts and report (`lancet bench`, `bench report`,
+// report.html, `--recommend`): words a person reads.
+
+/// One verdict: the best format of a model and mode, and whether the
+/// runner-up is distinguishable from it.
+pub(crate) fn bench_verdict(v: &super::bench::paired::Verdict) -> String {
+    let pct = |r: f64| format!("{:.1}%", r * 100.0);
+    let head = format!(
+        "{} ({}): {} {}",
+        v.model,
+        v.mode.name(),
+        v.best,
+        pct(v.best_pass_rate)
+    );
+    match (&v.runner_up, v.runner_up_pass_rate, &v.test) {
+        (Some(other), Some(rate), Some(t)) => format!(
+            "{head}, {} {other} {} (p = {:.3}; {} task(s) only {} passed, {} only {other})",
+            if t.distinguishable {
+                "better than"
+            } else {
+                "not distinguishable from"
+            },
+            pct(rate),
+            t.p_value,
+            t.only_a,
+            v.best,
+            t.only_b,
+        ),
+        _ => format!("{head}, the only format measured"),
+    }
+}
+
+/// The verdicts after the summary table, and the wrong-place count when it
+/// is not zero.
+pub fn bench_verdicts(verdicts: &[super::bench::paired::Verdict], wrong_place: u64) -> String {
+    let mut out = String::new();
+    if !verdicts.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nbest format per model (exact McNemar test against the runner-up; distinguishable when p < 0.05):"
+        );
+        for v in verdicts {
+            let _ = writeln!(out, "  {}", bench_verdict(v));
+        }
+    }
+    if wrong_place > 0 {
+        let _ = writeln!(
+            out,
+            "\n{wrong_place} result(s) changed code the task leaves alone (an edit written to a wrong place): see report.html"
+        );
+    }
+    out
+}
+
+/// `bench report`: the same job found twice with different outcomes.
+pub fn bench_conflict(c: &super::bench::shard::Conflict) -> String {
+    let outcome = |r: &super::bench::Record| match r.failure {
+        None if r.pass => "passed".to_owned(),
+        None => "failed".to_owned(),
+        Some(k) => format!("failed ({})", k.name()),
+    };
+    format!(
+        "{} / {} / {} / {} {}: {} in one result set, {} in another; the first is kept",
+        c.kept.source,
+        c.kept.task,
+        c.kept.model,
+        c.kept.format,
+        c.kept.mode.name(),
+        outcome(&c.kept),
+        outcome(&c.dropped),
+    )
+}
+
+/// `--recommend`: the reason written into models.toml for a model's entry.
+pub fn bench_recommend_reason(r: &super::bench::paired::Recommendation, date: &str) -> String {
+    let arm = |s: &super::bench::paired::Standing| {
+        format!(
+            "{} ({}) {}/{} = {:.1}%, {:.0} tokens/task",
+            s.format,
+            s.mode.name(),
+            s.passed,
+            s.tasks,
+            s.pass_rate * 100.0,
+            s.tokens_per_task
+        )
+    };
+    let why = match &r.runner_up {
+        None => format!("only {} measured", arm(&r.best)),
+        Some((other, t)) if r.distinguishable => format!(
+            "{} beats the runner-up {} (exact McNemar p = {:.3} on {} common tasks)",
+            arm(&r.best),
+            arm(other),
+            t.p_value,
+            t.common
+        ),
+        Some((other, t)) if r.choice == r.best => format!(
+            "{} is not distinguishable from the runner-up {} (exact McNemar p = {:.3} on {} common tasks) and costs no more tokens",
+            arm(&r.best),
+            arm(other),
+            t.p_value,
+            t.common
+        ),
+        Some((other, t)) if r.choice == *other => format!(
+            "{} is not distinguishable from the best, {} (exact McNemar p = {:.3} on {} common tasks), and costs fewer tokens",
+            arm(other),
+            arm(&r.best),
+            t.p_value,
+            t.common
+        ),
+        Some((other, t)) => format!(
+            "{} costs the fewest tokens of the formats not distinguishable from the best, {} (runner-up {}: exact McNemar p = {:.3} on {} common tasks)",
+            arm(&r.choice),
+            arm(&r.best),
+            arm(other),
+            t.p_value,
+            t.common
+        ),
+    };
+    format!("lancet bench {date}: {why}.")
+}
+
+/// `--recommend` on a simulated or replayed model: nothing is written for it.
+pub fn bench_recommend_not_real(model: &str) -> String {
+    format!("{model} is not a real model: no models.toml entry is written for it")
+}
+
+/// `--recommend` on a model that passed nothing: no evidence for any format.
+pub fn bench_recommend_no_pass(model: &str) -> String {
+    format!("{model} passed no task in any format: no models.toml entry is written for it")
+}
+
+/// `--recommend`: what was written.
+pub fn bench_recommended(pattern: &str, format: &str, mode: &str, path: &Path) -> String {
+    format!(
+        "recommended {format} ({mode}) for {pattern} in {}",
+        path.display()
+    )
+}
+
+/// The opening of a models.toml that `--recommend` creates.
+pub fn bench_models_header() -> String {
+    "# Edit formats measured by `lancet bench --recommend`: lancet run reads this\n\
+     # file before its built-in table, and the first entry whose pattern matches\n\
+     # the model name wins (see edit-formats/models.toml for the format).\n"
+        .to_owned()
+}
+
+/// What report.html says, piece by piece.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReportText {
+    /// The page title.
+    Title,
+    /// What the page is, for someone who never saw lancet.
+    Intro,
+    /// Under the heatmap's heading.
+    HeatmapTitle,
+    /// How to read it.
+    HeatmapNote,
+    /// The verdicts' heading.
+    VerdictTitle,
+    /// How the test works.
+    VerdictNote,
+    /// The scatter's heading.
+    ScatterTitle,
+    /// How to read it.
+    ScatterNote,
+    /// The failure bars' heading.
+    FailuresTitle,
+    /// How to read them.
+    FailuresNote,
+    /// The detail table's heading.
+    DetailsTitle,
+    /// Skipped tasks' heading.
+    SkippedTitle,
+    /// Merge conflicts' heading.
+    ConflictsTitle,
+    /// No result was written to a wrong place.
+    NoWrongPlace,
+    /// The run was interrupted.
+    Interrupted,
+    /// The page's script failed (shown only then).
+    ScriptFailed,
+}
+
+impl ReportText {
+    /// The words.
+    pub(crate) fn text(self) -> &'static str {
+        match self {
+            ReportText::Title => "Which edit format works best for each model",
+            ReportText::Intro => {
+                "An AI coding agent changes files by writing edits in some format: search and replace blocks, unified diffs, line-addressed \"hashline\" edits, whole files, or Codex's apply_patch. The same model can do much better in one format than another. This benchmark gave each model the same tasks in each format; lancet applied every edit, and a task passed when the files came out exactly as expected (or the task's own test passed). The model could try again after lancet's feedback, a set number of times."
+            }
+            ReportText::HeatmapTitle => "Pass rate by model and format",
+            ReportText::HeatmapNote => {
+                "Each cell: the share of tasks passed, how many of how many, and the 95% Wilson interval, the range the true rate probably lies in. With few tasks the range is wide, so two cells whose ranges overlap may not differ at all."
+            }
+            ReportText::VerdictTitle => "Is the best format really better?",
+            ReportText::VerdictNote => {
+                "For each model, the best format against the runner-up, on the same tasks. Only the tasks where one passed and the other failed say anything about which is better; the exact McNemar test asks how likely a split at least that lopsided would be if both were equally good. Below 0.05 the difference is called real; otherwise it is not distinguishable from chance."
+            }
+            ReportText::ScatterTitle => "Tokens spent against pass rate",
+            ReportText::ScatterNote => {
+                "One dot per model and format: across, the mean tokens (prompt and reply) per task; up, the pass rate. Up and to the left is better: more tasks passed for fewer tokens."
+            }
+            ReportText::FailuresTitle => "Why tasks failed, by format",
+            ReportText::FailuresNote => {
+                "Failed tasks of every model, by the reason the last attempt failed."
+            }
+            ReportText::DetailsTitle => "Every figure",
+            ReportText::SkippedTitle => "Tasks not run",
+            ReportText::ConflictsTitle => {
+                "Jobs found twice with different outcomes (the first is counted)"
+            }
+            ReportText::NoWrongPlace => {
+                "No edit was written to a wrong place: every change landed where the task expected one."
+            }
+            ReportText::Interrupted => {
+                "This run was interrupted: the figures cover only the tasks that finished."
+            }
+            ReportText::ScriptFailed => "This page's script failed:",
+        }
+    }
+}
+
+/// report.html's warning when results changed code the task leaves alone.
+pub(crate) fn bench_html_wrong_place(n: u64) -> String {
+    format!(
+        "{n} result(s) changed code the task leaves alone: an edit written to a wrong place. This must never happen: an edit engine that cannot find the text it was told to change should refuse, not change something else. The rows below with a count under \"wrong place\" show where."
+    )
+}
+
+/// report.html's line under the title: what the figures rest on.
+pub(crate) fn bench_html_counts(records: usize, models: usize, formats: usize) -> String {
+    format!("{records} results: {models} model(s), {formats} format(s).")
+}
+
+/// What a failure kind means, for a legend.
+pub(crate) fn bench_kind_meaning(kind: super::bench::FailureKind) -> &'static str {
+    use super::bench::FailureKind as K;
+    match kind {
+        K::Parse => "the edit could not be read in the format",
+        K::NotFound => "the text to change was not in the file",
+        K::Ambiguous => "the text to change was in the file more than once",
+        K::Stale => "the edit was made against an older version of the file",
+        K::Syntax => "the edit would have broken the file's syntax",
+        K::WrongResult => "the edit applied, but the result was wrong",
+        K::NoEdit => "the model never tried an edit",
+        K::Provider => "the model's service failed",
+        K::Timeout => "the task ran out of time",
+        K::CheckFailed => "the task's own test failed",
+    }
+}
+
+#[cfg(test)]
+mod bench_report_tests {
+    //! The verdicts', report's and recommendation's words, rendered once each.
+
+    use super::super::bench::paired::{self, Recommendation};
+    use super::super::bench::shard::Conflict;
+    use super::super::bench::{FailureKind, Mode, Record};
+    use super::*;
+
+    fn rec(task: usize, format: &str, pass: bool, tokens: u64) -> Record {
+        Record {
+            task: format!("t{task}"),
+            source: "tasks".into(),
+            model: "gpt-x".into(),
+            format: format.into(),
+            mode: Mode::Tool,
+            pass,
+            tries: 1,
+            failure: (!pass).then_some(FailureKind::NotFound),
+            tokens_in: tokens,
+            tokens_out: 10,
+            cost: None,
+            ms: 3,
+            turns: 2,
+            detail: None,
+            wrong_place: false,
+        }
+    }
+
+    /// hashline passes `h`, udiff `u` of 10 tasks (the first ones).
+    fn runs(h: usize, u: usize) -> Vec<Record> {
+        (0..10)
+            .flat_map(|i| [rec(i, "hashline", i < h, 900), rec(i, "udiff", i < u, 400)])
+            .collect()
+    }
+
+    fn recommendation(records: &[Record]) -> Recommendation {
+        paired::recommend(records).remove(0)
+    }
+
+    #[test]
+    fn bench_report_words() {
+        let mut out = String::new();
+        let put = |out: &mut String, title: &str, text: &str| {
+            let _ = write!(out, "=== {title} ===\n{text}\n\n");
+        };
+        let clear = runs(10, 2);
+        let noise = runs(9, 8);
+        let mut verdicts = paired::verdicts(&clear);
+        let mut one = runs(5, 0);
+        one.retain(|r| r.format == "hashline");
+        verdicts.extend(paired::verdicts(&one));
+        put(&mut out, "bench_verdicts", &bench_verdicts(&verdicts, 0));
+        put(
+            &mut out,
+            "bench_verdicts (noise, wrong place)",
+            &bench_verdicts(&paired::verdicts(&noise), 2),
+        );
+        put(
+            &mut out,
+            "bench_conflict",
+            &bench_conflict(&Conflict {
+                kept: rec(1, "udiff", true, 5),
+                dropped: rec(1, "udiff", false, 5),
+            }),
+        );
+        put(
+            &mut out,
+            "bench_recommend_reason (distinguishable)",
+            &bench_recommend_reason(&recommendation(&clear), "2026-12-02"),
+        );
+        put(
+            &mut out,
+            "bench_recommend_reason (noise: the cheaper)",
+            &bench_recommend_reason(&recommendation(&noise), "2026-12-02"),
+        );
+        put(
+            &mut out,
+            "bench_recommend_reason (one format)",
+            &bench_recommend_reason(&recommendation(&one), "2026-12-02"),
+        );
+        put(
+            &mut out,
+            "bench_recommend_not_real",
+            &bench_recommend_not_real("sim:perfect"),
+        );
+        put(
+            &mut out,
+            "bench_recommend_no_pass",
+            &bench_recommend_no_pass("gpt-x"),
+        );
+        put(
+            &mut out,
+            "bench_recommended",
+            &bench_recommended("gpt-x", "udiff", "tool", Path::new("models.toml")),
+        );
+        put(&mut out, "bench_models_header", &bench_models_header());
+        use ReportText as T;
+        for t in [
+            T::Title,
+            T::Intro,
+            T::HeatmapTitle,
+            T::HeatmapNote,
+            T::VerdictTitle,
+            T::VerdictNote,
+            T::ScatterTitle,
+            T::ScatterNote,
+            T::FailuresTitle,
+            T::FailuresNote,
+            T::DetailsTitle,
+            T::SkippedTitle,
+            T::ConflictsTitle,
+            T::NoWrongPlace,
+            T::Interrupted,
+            T::ScriptFailed,
+        ] {
+            put(&mut out, &format!("ReportText::{t:?}"), t.text());
+        }
+        put(
+            &mut out,
+            "bench_html_wrong_place",
+            &bench_html_wrong_place(3),
+        );
+        put(&mut out, "bench_html_counts", &bench_html_counts(80, 2, 5));
+        for k in FailureKind::ALL {
+            put(
+                &mut out,
+                &format!("bench_kind_meaning ({})", k.name()),
+                bench_kind_meaning(*k),
+            );
+        }
         insta::assert_snapshot!(out);
     }
 }

@@ -1330,9 +1330,17 @@ fn line_intent(
     if mid_word && old.trim().contains(char::is_whitespace) {
         return None;
     }
+    // The line the match starts in is restated only by REPLACE's first
+    // line: a line REPLACE repeats further down (the same text as the last
+    // quoted line, kept unchanged) restates its own line, not this one, and
+    // widening to it would drop the rest of the line the match starts in.
+    // The line it ends in may be restated by any REPLACE line (new lines may
+    // follow it).
     let restated = |line: &str| replace.iter().any(|r| r == line);
     let mut span = occ.clone();
-    if head_at < occ.start && restated(&text[head_at..line_end(occ.start)]) {
+    if head_at < occ.start
+        && replace.first().map(String::as_str) == Some(&text[head_at..line_end(occ.start)])
+    {
         span.start = head_at;
     }
     if occ.end < tail_at && restated(&text[line_start(occ.end)..tail_at]) {

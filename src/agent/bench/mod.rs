@@ -11,6 +11,12 @@
 //!   failure; many jobs with bounded concurrency, resumable and stoppable.
 //! - `summary`: per model × format × mode pass rates with Wilson intervals,
 //!   tries, tokens, failures by kind; `report.json`.
+//! - `paired`: the exact McNemar test between formats of one model, the
+//!   verdicts (best format, distinguishable or not) and `--recommend`'s choice.
+//! - `place`: whether a result changed something the task leaves alone.
+//! - `shard`: `--shard K/N` and merging results (`bench report`).
+//! - `report`: `report.json` from records; `html`: `report.html`.
+//! - `recommend`: writing the choice into a models.toml, comments kept.
 //!
 //! Owns: the benchmark's data ([`Record`], one line of `results.jsonl`, shared
 //! by the runner and the report) and its run. Does not own: resolving
@@ -26,6 +32,13 @@ pub mod sim;
 pub mod summary;
 pub mod task;
 
+pub mod html;
+pub mod paired;
+pub mod place;
+pub mod recommend;
+pub mod report;
+pub mod shard;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -36,6 +49,12 @@ use super::sandbox::SandboxMode;
 use crate::Format;
 
 pub use super::words::bench_table as table;
+pub use super::words::{
+    bench_conflict as conflict_text, bench_models_header as models_header,
+    bench_recommend_no_pass as recommend_no_pass, bench_recommend_not_real as recommend_not_real,
+    bench_recommend_reason as recommend_reason, bench_recommended as recommended_text,
+    bench_verdicts as verdicts_text,
+};
 pub use runner::{Job, Progress, RunEnd, run};
 pub use summary::{Row, Summary, wilson};
 pub use task::{Check, Files, Skipped, Source, Task, TaskError};
@@ -157,6 +176,10 @@ pub struct Record {
     /// The provider's error, or the check's failure, for a person (not a kind).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The result changed something the expected change leaves alone
+    /// (another file, or another part of the file): see `place`.
+    #[serde(default)]
+    pub wrong_place: bool,
 }
 
 impl Record {

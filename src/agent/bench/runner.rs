@@ -247,10 +247,14 @@ async fn run_job(job: Job, shared: Arc<Shared>) -> Record {
         Ok(ended) => ended,
         Err(_) => Ended::Timeout,
     };
+    let mut wrong_place = false;
     let (files_ok, check_ok, changed) = match ended {
         Ended::Ran => {
             let (files_ok, changed) = match compare(&dir, &job.task) {
-                Ok(v) => v,
+                Ok((files_ok, changed, wrong)) => {
+                    wrong_place = wrong;
+                    (files_ok, changed)
+                }
                 Err(e) => {
                     detail = Some(e.to_string());
                     (Some(false), true)
@@ -302,6 +306,7 @@ async fn run_job(job: Job, shared: Arc<Shared>) -> Record {
         ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         turns: seen.turns,
         detail: if failure.is_none() { None } else { detail },
+        wrong_place,
     }
 }
 
@@ -434,11 +439,13 @@ fn write_tree(dir: &Path, files: &Files) -> std::io::Result<()> {
 }
 
 /// Whether the workspace holds exactly `after/` (`None` when the task has
-/// none), and whether it changed from `before/`.
-fn compare(dir: &Path, task: &Task) -> std::io::Result<(Option<bool>, bool)> {
+/// none), whether it changed from `before/`, and whether it changed
+/// something `after/` leaves alone ([`place`](super::place)).
+fn compare(dir: &Path, task: &Task) -> std::io::Result<(Option<bool>, bool, bool)> {
     let now = read_back(dir)?;
     let changed = now != task.before;
-    Ok((task.after.as_ref().map(|a| *a == now), changed))
+    let wrong = super::place::wrong_place(&task.before, task.after.as_ref(), &now);
+    Ok((task.after.as_ref().map(|a| *a == now), changed, wrong))
 }
 
 /// The workspace's regular files (the state directory `.lancet/` aside);

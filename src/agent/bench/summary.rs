@@ -62,6 +62,8 @@ pub struct Row {
     pub median_ms: u64,
     /// Failures by kind (kinds that occurred).
     pub failures: BTreeMap<FailureKind, u64>,
+    /// Results that changed something the task leaves alone (must be 0).
+    pub wrong_place: u64,
 }
 
 /// Every row, and the tasks that were skipped.
@@ -132,6 +134,7 @@ impl Summary {
                     cost: rs.iter().map(|r| r.cost).sum(),
                     median_ms: ms.get(ms.len() / 2).copied().unwrap_or(0),
                     failures,
+                    wrong_place: rs.iter().filter(|r| r.wrong_place).count() as u64,
                 }
             })
             .collect();

@@ -1,12 +1,15 @@
 //! `lancet bench`: reads the task sources, resolves each model as `lancet
 //! run` would (configuration layers, environment, the same provider code),
-//! runs the jobs (`lancet::agent::bench`), appends each finished job to
-//! `results.jsonl`, and prints the summary table (or JSON events) and writes
-//! `report.json`.
+//! runs the jobs (`lancet::agent::bench`) — all, or one `--shard` of the
+//! tasks — appends each finished job to `results.jsonl`, prints the summary
+//! table and verdicts (or JSON events), writes `report.json` and
+//! `report.html`, and with `--recommend` writes the measured choice per model
+//! into a models.toml. `bench report DIR...` merges results directories and
+//! writes the same reports.
 //!
-//! Flags of the contract that are not built yet (`--shard`, `--recommend`,
-//! `bench report`, `mutate:`, `replay:`, `sim:` profiles other than
-//! `perfect`) are usage errors that say so, never ignored.
+//! Flags of the contract that are not built yet (`mutate:`, `replay:`,
+//! `sim:` profiles other than `perfect`) are usage errors that say so,
+//! never ignored.
 //!
 //! Exit status: 0 finished (whatever the pass rates), 1 interrupted (the
 //! results so far are kept), 2 usage error, 3 every model failed to answer.
@@ -18,14 +21,16 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use lancet::Format;
+use lancet::agent::bench::report::Report;
+use lancet::agent::bench::shard::{self, Shard};
 use lancet::agent::bench::{
     self, Backend, BenchConfig, BenchSandbox, Job, Key, Mode, Model, Progress, Record, RunEnd,
-    SimProfile, Source, Summary,
+    SimProfile, Skipped, Source,
 };
 use lancet::agent::models::Models;
 use lancet::agent::sandbox;
 
-use crate::cli::{BenchArgs, BenchMode, ProviderChoice, RunArgs};
+use crate::cli::{BenchArgs, BenchCommand, BenchMode, ProviderChoice, RunArgs};
 use crate::error::{Error, Exit};
 use crate::run;
 
@@ -118,6 +123,23 @@ fn formats(names: &[String]) -> Result<Vec<Format>, Error> {
 
 /// UTC `YYYYMMDD-HHMMSS` (the default results directory's name).
 fn timestamp() -> String {
+    let (y, m, d, rest) = civil_now();
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+/// UTC `YYYY-MM-DD` (a recommendation's date).
+fn today() -> String {
+    let (y, m, d, _) = civil_now();
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Today's UTC year, month, day, and the seconds into it.
+fn civil_now() -> (i64, i64, i64, u64) {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -132,12 +154,7 @@ fn timestamp() -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
+    (y, m, d, rest)
 }
 
 /// The records already in `results.jsonl` (a half-written last line, from
@@ -173,21 +190,10 @@ fn emit(v: &serde_json::Value) {
 }
 
 pub(crate) fn bench(args: &BenchArgs) -> Result<Exit, Error> {
-    if args.command.is_some() {
-        return Err(Error::BenchNotBuilt {
-            what: "bench report".to_owned(),
-        });
+    if let Some(BenchCommand::Report { dirs, out }) = &args.command {
+        return report(dirs, out.as_deref());
     }
-    if args.shard.is_some() {
-        return Err(Error::BenchNotBuilt {
-            what: "--shard".to_owned(),
-        });
-    }
-    if args.recommend.is_some() {
-        return Err(Error::BenchNotBuilt {
-            what: "--recommend".to_owned(),
-        });
-    }
+    let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
     let formats = formats(&args.formats)?;
     let modes = match args.mode {
         BenchMode::Tool => vec![Mode::Tool],
@@ -204,11 +210,33 @@ pub(crate) fn bench(args: &BenchArgs) -> Result<Exit, Error> {
             });
         }
         let (t, s) = bench::task::load(&source, args.limit)?;
-        tasks.extend(t.into_iter().map(Arc::new));
+        tasks.extend(
+            t.into_iter()
+                .filter(|t| shard.is_none_or(|s| s.holds(&t.id)))
+                .map(Arc::new),
+        );
         skipped.extend(s);
     }
-    let catalogue = Models::builtin().map_err(Error::Models)?;
+    let catalogue = run::catalogue()?;
     let models = models(&args.models, &catalogue)?;
+    // What `--recommend` writes for each model: the name `lancet run` looks up.
+    let patterns: Vec<(String, Option<String>)> = models
+        .iter()
+        .map(|m| {
+            let name = match &m.backend {
+                Backend::Provider(pc) => Some(pc.model.clone()),
+                _ => None,
+            };
+            (m.label.clone(), name)
+        })
+        .collect();
+    let recommend_to = match &args.recommend {
+        None => None,
+        Some(Some(path)) => Some(path.clone()),
+        Some(None) => Some(crate::trust::user_models().ok_or(Error::BenchMissing(
+            "a models.toml path for --recommend=PATH (there is no HOME or XDG_CONFIG_HOME)",
+        ))?),
+    };
     let out_dir = args
         .out
         .clone()
@@ -262,6 +290,7 @@ pub(crate) fn bench(args: &BenchArgs) -> Result<Exit, Error> {
     if json {
         emit(&serde_json::json!({
             "event": "start", "jobs": total, "already_done": records.len(),
+            "shard": args.shard,
             "out": out_dir.display().to_string(),
         }));
     }
@@ -329,30 +358,33 @@ pub(crate) fn bench(args: &BenchArgs) -> Result<Exit, Error> {
         })
     };
     records.extend(fresh);
-    let summary = Summary::of(&records, &skipped);
-    let report_path = out_dir.join("report.json");
-    let report = serde_json::json!({
-        "interrupted": end == RunEnd::Interrupted,
-        "records": records.len(),
-        "summary": summary,
-    });
-    std::fs::write(&report_path, format!("{report:#}\n")).map_err(|source| Error::BenchOut {
-        path: report_path.clone(),
-        source,
-    })?;
+    let report = Report::of(&records, &skipped, end == RunEnd::Interrupted, Vec::new());
+    let (report_path, html_path) = write_report(&out_dir, &report)?;
+    let recommended = match &recommend_to {
+        Some(path) if end == RunEnd::Finished => recommend(&records, &patterns, path, json)?,
+        _ => Vec::new(),
+    };
     if json {
         emit(&serde_json::json!({
             "event": "summary", "interrupted": end == RunEnd::Interrupted,
-            "rows": summary.rows, "skipped": summary.skipped,
+            "rows": report.summary.rows, "skipped": report.summary.skipped,
+            "verdicts": report.verdicts, "wrong_place": report.wrong_place,
+            "recommended": recommended,
             "results": results_path.display().to_string(),
             "report": report_path.display().to_string(),
+            "html": html_path.display().to_string(),
         }));
     } else {
-        print!("{}", bench::table(&summary));
+        print!("{}", bench::table(&report.summary));
+        print!(
+            "{}",
+            bench::verdicts_text(&report.verdicts, report.wrong_place)
+        );
         eprintln!(
-            "results: {}\nreport: {}",
+            "results: {}\nreport: {}\n        {}",
             results_path.display(),
-            report_path.display()
+            report_path.display(),
+            html_path.display()
         );
     }
     Ok(match end {
@@ -387,4 +419,232 @@ fn bench_sandbox(scratch: &Path) -> Result<Option<BenchSandbox>, Error> {
         exe: sandbox.exe().to_path_buf(),
         prompt_note: sandbox::prompt_note(jail.enforced.as_ref()),
     }))
+}
+
+/// Writes report.json and report.html into `dir`: their paths.
+fn write_report(dir: &Path, report: &Report) -> Result<(PathBuf, PathBuf), Error> {
+    let json_path = dir.join("report.json");
+    let html_path = dir.join("report.html");
+    let value = serde_json::to_value(report).map_err(|e| Error::BenchOut {
+        path: json_path.clone(),
+        source: std::io::Error::other(e),
+    })?;
+    for (path, text) in [
+        (&json_path, format!("{value:#}\n")),
+        (&html_path, bench::html::render(report)),
+    ] {
+        replace_file(dir, path, &text).map_err(|source| Error::BenchOut {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    Ok((json_path, html_path))
+}
+
+/// Writes `path` (in `dir`) whole: a new file beside it, renamed over it —
+/// so a reader never sees half a report, and a symlink or FIFO someone put
+/// at `path` is replaced, never written through.
+fn replace_file(dir: &Path, path: &Path, text: &str) -> std::io::Result<()> {
+    let (tmp, mut file) = tempfile_in(dir)?;
+    let written = file
+        .write_all(text.as_bytes())
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// `--recommend`: per real model of this run that passed anything, the
+/// measured choice written into the models.toml at `path` (made, with a
+/// header, when absent). What was written, as JSON.
+fn recommend(
+    records: &[Record],
+    patterns: &[(String, Option<String>)],
+    path: &Path,
+    json: bool,
+) -> Result<Vec<serde_json::Value>, Error> {
+    let date = today();
+    let mut entries = Vec::new();
+    let mut written = Vec::new();
+    for r in bench::paired::recommend(records) {
+        let Some((_, name)) = patterns.iter().find(|(label, _)| *label == r.model) else {
+            continue;
+        };
+        let Some(name) = name else {
+            if !json {
+                crate::settings::note(&bench::recommend_not_real(&r.model));
+            }
+            continue;
+        };
+        // Nothing passed (a provider that never answered, say): no evidence
+        // for any format, so the entry is left as it is.
+        if r.best.passed == 0 {
+            if !json {
+                crate::settings::note(&bench::recommend_no_pass(&r.model));
+            }
+            continue;
+        }
+        entries.push(bench::recommend::Entry {
+            pattern: name.clone(),
+            format: r.choice.format.clone(),
+            mode: r.choice.mode.name().to_owned(),
+            reason: bench::recommend_reason(&r, &date),
+        });
+        written.push(serde_json::json!({
+            "model": r.model, "pattern": name, "format": r.choice.format,
+            "mode": r.choice.mode, "distinguishable": r.distinguishable,
+            "path": path.display().to_string(),
+        }));
+    }
+    if entries.is_empty() {
+        return Ok(written);
+    }
+    let failed = |source: std::io::Error| Error::BenchOut {
+        path: path.to_path_buf(),
+        source,
+    };
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => bench::models_header(),
+        Err(e) => return Err(failed(e)),
+    };
+    let out = bench::recommend::write_entries(&text, &entries).map_err(|source| {
+        Error::BenchRecommend {
+            path: path.to_path_buf(),
+            source,
+        }
+    })?;
+    // Whole or not at all: a new file beside it, renamed over it.
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir).map_err(failed)?;
+    replace_file(&dir, path, &out).map_err(failed)?;
+    if !json {
+        for e in &entries {
+            eprintln!(
+                "lancet: {}",
+                bench::recommended_text(&e.pattern, &e.format, &e.mode, path)
+            );
+        }
+    }
+    Ok(written)
+}
+
+/// A new file in `dir` under a name no one else has (created exclusively).
+fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
+    let mut n = 0u32;
+    loop {
+        let path = dir.join(format!(".lancet-write-{}-{n}", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(f) => return Ok((path, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => n += 1,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// What an earlier run left in `dir`: its skipped tasks and whether it was
+/// interrupted (report.json; absent or unreadable: none, no).
+fn earlier_report(dir: &Path) -> (Vec<Skipped>, bool) {
+    let Ok(text) = std::fs::read_to_string(dir.join("report.json")) else {
+        return (Vec::new(), false);
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return (Vec::new(), false);
+    };
+    let skipped = v["summary"]["skipped"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| {
+            Some(Skipped {
+                source: s["source"].as_str()?.to_owned(),
+                id: s["task"].as_str()?.to_owned(),
+                reason: s["reason"].as_str()?.to_owned(),
+            })
+        })
+        .collect();
+    (skipped, v["interrupted"] == true)
+}
+
+/// `bench report DIR... [-o OUT]`: merges the directories' results (one
+/// record per job; a duplicate with another outcome is reported and the
+/// first kept), appends to OUT's results.jsonl what it lacks, and writes
+/// OUT's report.json and report.html.
+fn report(dirs: &[PathBuf], out: Option<&Path>) -> Result<Exit, Error> {
+    let out_dir = out.map_or_else(|| dirs[0].clone(), Path::to_path_buf);
+    let mut sets = Vec::new();
+    let mut skipped: Vec<Skipped> = Vec::new();
+    let mut interrupted = false;
+    for dir in dirs {
+        let path = dir.join("results.jsonl");
+        if !path.is_file() {
+            return Err(Error::BenchOut {
+                path,
+                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            });
+        }
+        sets.push(done(&path)?);
+        let (s, i) = earlier_report(dir);
+        interrupted |= i;
+        for s in s {
+            if !skipped.iter().any(|k| k.source == s.source && k.id == s.id) {
+                skipped.push(s);
+            }
+        }
+    }
+    std::fs::create_dir_all(&out_dir).map_err(|source| Error::BenchOut {
+        path: out_dir.clone(),
+        source,
+    })?;
+    let results_path = out_dir.join("results.jsonl");
+    let present: HashSet<Key> = done(&results_path)?.iter().map(Record::key).collect();
+    let merged = shard::merge(sets);
+    for c in &merged.conflicts {
+        crate::settings::note(&bench::conflict_text(c));
+    }
+    let mut lines = String::new();
+    for r in merged
+        .records
+        .iter()
+        .filter(|r| !present.contains(&r.key()))
+    {
+        if let Ok(line) = serde_json::to_string(r) {
+            lines.push_str(&line);
+            lines.push('\n');
+        }
+    }
+    if !lines.is_empty() {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&results_path)
+            .and_then(|mut f| f.write_all(lines.as_bytes()).map(|()| f))
+            .map_err(|source| Error::BenchOut {
+                path: results_path.clone(),
+                source,
+            })?;
+        let _ = file.flush();
+    }
+    let report = Report::of(&merged.records, &skipped, interrupted, merged.conflicts);
+    let (report_path, html_path) = write_report(&out_dir, &report)?;
+    print!("{}", bench::table(&report.summary));
+    print!(
+        "{}",
+        bench::verdicts_text(&report.verdicts, report.wrong_place)
+    );
+    eprintln!(
+        "results: {}\nreport: {}\n        {}",
+        results_path.display(),
+        report_path.display(),
+        html_path.display()
+    );
+    Ok(Exit::Success)
 }

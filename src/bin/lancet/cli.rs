@@ -438,10 +438,11 @@ pub(crate) struct BenchArgs {
     /// (default: .lancet/bench/<timestamp>).
     #[arg(short, long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
-    /// Run the K-th of N slices of the task list (not built yet).
+    /// Run the K-th of N slices of the task list (merge with `bench report`).
     #[arg(long, value_name = "K/N")]
     pub(crate) shard: Option<String>,
-    /// Write the best format per model into models.toml (not built yet).
+    /// Write the best format per model into models.toml (PATH, default: the
+    /// user's models.toml, which `lancet run --edit-format auto` reads first).
     #[arg(long, value_name = "PATH", num_args = 0..=1, require_equals = true)]
     pub(crate) recommend: Option<Option<PathBuf>>,
     /// One JSON event per line on stdout instead of the progress line.
@@ -452,10 +453,15 @@ pub(crate) struct BenchArgs {
 #[cfg(feature = "agent")]
 #[derive(Debug, Subcommand)]
 pub(crate) enum BenchCommand {
-    /// Rebuild report.json / report.html from result dirs (not built yet).
+    /// Rebuild report.json / report.html from one or more result dirs.
     Report {
-        /// Result directories.
+        /// Result directories (their results.jsonl are merged).
+        #[arg(required = true)]
         dirs: Vec<PathBuf>,
+        /// Where the merged results.jsonl (appended), report.json and
+        /// report.html go (default: the first DIR).
+        #[arg(short, long, value_name = "DIR")]
+        out: Option<PathBuf>,
     },
 }
 

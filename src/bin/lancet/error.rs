@@ -274,6 +274,28 @@ pub(crate) enum Error {
         /// What the system said.
         source: std::io::Error,
     },
+    /// `bench --shard`: not K/N.
+    #[cfg(feature = "agent")]
+    #[error(transparent)]
+    BenchShard(#[from] lancet::agent::bench::shard::ShardError),
+    /// `bench --recommend`: the models.toml cannot be edited.
+    #[cfg(feature = "agent")]
+    #[error("{}: {source}", path.display())]
+    BenchRecommend {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: lancet::agent::bench::recommend::RecommendError,
+    },
+    /// The user's models.toml does not parse.
+    #[cfg(feature = "agent")]
+    #[error("{}: {source}", path.display())]
+    UserModels {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: lancet::agent::models::ModelsError,
+    },
 }
 
 /// Where a setting came from, as an error names it.
@@ -500,7 +522,10 @@ impl Error {
             Error::BenchNotBuilt { .. }
             | Error::BenchMissing(_)
             | Error::BenchTasks(_)
-            | Error::BenchOut { .. } => Exit::Usage,
+            | Error::BenchOut { .. }
+            | Error::BenchShard(_)
+            | Error::BenchRecommend { .. }
+            | Error::UserModels { .. } => Exit::Usage,
         }
     }
 }

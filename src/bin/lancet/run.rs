@@ -349,11 +349,30 @@ impl Prompter for Terminal {
     }
 }
 
+/// The models table: the user's models.toml (`bench --recommend` writes
+/// it), when there is one, in front of the built-in table.
+pub(crate) fn catalogue() -> Result<Models, Error> {
+    let builtin = Models::builtin().map_err(Error::Models)?;
+    let Some(path) = trust::user_models() else {
+        return Ok(builtin);
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Models::parse(&text)
+            .map(|m| m.before(builtin))
+            .map_err(|source| Error::UserModels { path, source }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(builtin),
+        Err(e) => {
+            note(&format!("{} is not read: {e}", path.display()));
+            Ok(builtin)
+        }
+    }
+}
+
 pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
     // Orphans of the bash tool's commands come to lancet, not init, so they
     // can be ended (Linux; elsewhere the process group is what holds).
     lancet::agent::tools::adopt_orphans();
-    let models = Models::builtin().map_err(Error::Models)?;
+    let models = catalogue()?;
     let ws = Workspace::open(&args.root).map_err(|source| Error::RunRoot {
         root: args.root.clone(),
         source,

@@ -143,6 +143,12 @@ pub(crate) fn user_config() -> Option<PathBuf> {
         .map(|d| d.join("lancet").join("config.toml"))
 }
 
+/// The user's models.toml, next to the user's configuration file: read by
+/// `lancet run` before the built-in table, written by `bench --recommend`.
+pub(crate) fn user_models() -> Option<PathBuf> {
+    user_config().map(|c| c.with_file_name("models.toml"))
+}
+
 /// The SHA-256 of a `.lancet.toml`, in lowercase hex.
 pub(crate) fn digest(text: &str) -> String {
     let hash = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
