@@ -430,7 +430,6 @@ fn flags_not_built_yet_are_usage_errors() {
         (vec!["--recommend"], "--recommend"),
         (vec!["--recommend=models.toml"], "--recommend"),
         (vec!["-m", "sim:sloppy"], "sim:sloppy"),
-        (vec!["-m", "replay:runs"], "replay:"),
         (vec!["-t", "mutate:src:10"], "mutate:"),
     ];
     for (extra, named) in cases {
