@@ -350,7 +350,7 @@ fn a_replay_reproduces_the_records_of_the_run_it_replays() {
     assert_eq!(transcripts, recorded.len());
     let second = dir.path().join("second");
     let replay = format!("replay:{}", first.display());
-    let replayed = run(dir.path(), &second, &[replay.clone()], 2);
+    let replayed = run(dir.path(), &second, std::slice::from_ref(&replay), 2);
     assert_eq!(replayed.len(), recorded.len());
     for r in &replayed {
         assert_eq!(r["model"], replay.as_str());

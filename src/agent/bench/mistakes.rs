@@ -449,8 +449,8 @@ impl Render {
         self.roles.insert(i, role);
     }
 
-    /// Rewrites every unified diff header's counts from its body, and moves
-    /// its starts by `shift` (old, new) for the hunk at `which`.
+    /// Rewrites every unified diff header's counts from its body (the
+    /// starts are kept).
     fn recount(&mut self) {
         for h in self.hunks() {
             let head = h.start - 1;

@@ -170,12 +170,15 @@ impl Drop for Transcript {
     }
 }
 
+/// A job as a replay finds it: (task, source, format, mode), the model aside.
+type JobId = (String, String, String, Mode);
+
 /// The transcripts of a results directory, indexed by job.
 #[derive(Debug, Clone)]
 pub struct Recording {
     dir: PathBuf,
-    /// By (task, source, format, mode): each recorded model and its file.
-    jobs: HashMap<(String, String, String, Mode), Vec<(String, PathBuf)>>,
+    /// By job: each recorded model and its file.
+    jobs: HashMap<JobId, Vec<(String, PathBuf)>>,
 }
 
 impl Recording {
