@@ -319,6 +319,26 @@ mod tests {
         assert!(a.ends_with(".jsonl"));
     }
 
+    /// A link planted where a transcript is about to be written is removed,
+    /// never written through (transcripts hold every file a job read).
+    #[cfg(unix)]
+    #[test]
+    fn a_planted_link_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("elsewhere");
+        std::fs::write(&target, "keep").unwrap();
+        let part = dir.path().join(format!("{}.part", file_name(&key("t1"))));
+        std::os::unix::fs::symlink(&target, &part).unwrap();
+        let t = Transcript::start(dir.path(), &key("t1")).unwrap();
+        t.finish().unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+        let done = dir.path().join(file_name(&key("t1")));
+        let meta = std::fs::symlink_metadata(&done).unwrap();
+        assert!(meta.is_file());
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    }
+
     #[test]
     fn an_unfinished_transcript_is_removed_and_a_finished_one_is_kept() {
         let dir = tempfile::tempdir().unwrap();

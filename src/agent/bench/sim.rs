@@ -264,22 +264,23 @@ fn edit_turn(
         .map(|c| format.render(&c.path, &c.before, &c.after))
         .collect();
     let mut truncated = false;
+    // Which file's rendering carries the mistake.
+    let mut mistaken = None;
     if let Some((mistake, rng)) = mistake {
         if mistake == Mistake::Truncated {
             truncated = true;
         } else {
             // One mistake per reply: in the first file that gives it a place.
-            let made =
-                changes.iter().zip(renders.iter_mut()).any(|(c, r)| {
-                    match mistakes::inject(mistake, format, &c.path, &c.before, &c.after, r, rng) {
-                        Some(bad) => {
-                            *r = bad;
-                            true
-                        }
-                        None => false,
+            mistaken = changes.iter().zip(renders.iter_mut()).position(|(c, r)| {
+                match mistakes::inject(mistake, format, &c.path, &c.before, &c.after, r, rng) {
+                    Some(bad) => {
+                        *r = bad;
+                        true
                     }
-                });
-            if !made {
+                    None => false,
+                }
+            });
+            if mistaken.is_none() {
                 return Ok(None);
             }
         }
@@ -295,8 +296,13 @@ fn edit_turn(
         }
         Mode::Tool => {
             let mut calls = Vec::new();
-            for (c, r) in changes.iter().zip(&renders) {
-                for args in tool_args(format, c, r)? {
+            for (k, (c, r)) in changes.iter().zip(&renders).enumerate() {
+                let args = if mistaken == Some(k) {
+                    mistaken_tool_args(format, c, r)
+                } else {
+                    tool_args(format, c, r)?
+                };
+                for args in args {
                     calls.push(("edit".to_owned(), args.to_string()));
                 }
             }
@@ -330,24 +336,13 @@ fn join_renders(format: Format, renders: &[String]) -> String {
     out
 }
 
-/// The edit tool's arguments for one file's change, from the format's
-/// rendering of it (the format's own, or one with a mistake): the diff and
-/// patch formats carry the text as is; search/replace and hashline are read
-/// back from the rendering line by line, without the parser's repairs, so
-/// a mistake in it reaches the tool as made; whole file is the new content.
-fn tool_args(format: Format, c: &Change, rendered: &str) -> Result<Vec<Value>, RenderProblem> {
-    let own = format.render(&c.path, &c.before, &c.after);
-    let parsed = format
-        .parse(&own)
-        .map_err(|error| RenderProblem::Unparsable {
-            format: format.name(),
-            path: c.path.clone(),
-            error,
-        })?;
-    if rendered == own {
-        return Ok(own_tool_args(format, c, &own, &parsed));
-    }
-    Ok(match format {
+/// The edit tool's arguments for one file's change from a rendering with a
+/// mistake: the diff and patch formats carry the text as is; search/replace
+/// and hashline are read back from it line by line, without the parser's
+/// repairs (and search/replace without widening), so the mistake reaches the
+/// tool as made; whole file is the content of its fence.
+fn mistaken_tool_args(format: Format, c: &Change, rendered: &str) -> Vec<Value> {
+    match format {
         Format::UnifiedDiff => vec![json!({ "diff": rendered })],
         Format::ApplyPatch => vec![json!({ "input": rendered })],
         Format::Whole => {
@@ -372,21 +367,30 @@ fn tool_args(format: Format, c: &Change, rendered: &str) -> Result<Vec<Value>, R
             vec![json!({ "path": c.path, "edits": edits })]
         }
         Format::Hashline => hashline_calls(rendered, &c.path),
-    })
+    }
 }
 
 /// The edit tool's arguments from the format's own rendering, read
 /// through its parser (the diff and patch formats carry the text as is;
 /// search/replace and hashline are the rendering parsed back into its
 /// edits, written as the tool's JSON; whole file is the new content).
-fn own_tool_args(format: Format, c: &Change, rendered: &str, parsed: &crate::Patch) -> Vec<Value> {
-    match format {
+fn tool_args(format: Format, c: &Change, rendered: &str) -> Result<Vec<Value>, RenderProblem> {
+    let parsed = || {
+        format
+            .parse(rendered)
+            .map_err(|error| RenderProblem::Unparsable {
+                format: format.name(),
+                path: c.path.clone(),
+                error,
+            })
+    };
+    Ok(match format {
         Format::UnifiedDiff => vec![json!({ "diff": rendered })],
         Format::ApplyPatch => vec![json!({ "input": rendered })],
         Format::Whole => vec![json!({ "path": c.path, "content": c.after })],
         Format::SearchReplace => {
             let mut edits = Vec::new();
-            for op in parsed.ops() {
+            for op in parsed()?.ops() {
                 if let EditOp::SearchReplace(b) = op {
                     if let Some(split) = b.splits.first() {
                         let (old, new) = fragment(&c.before, &split.search, &split.replace);
@@ -399,7 +403,7 @@ fn own_tool_args(format: Format, c: &Change, rendered: &str, parsed: &crate::Pat
         Format::Hashline => {
             let anchor = |a: &crate::format::Anchor| format!("{}:{}", a.line, a.hash);
             let mut out = Vec::new();
-            for change in &parsed.changes {
+            for change in parsed()?.changes {
                 let mut edits = Vec::new();
                 if let Action::Remove(_) = change.action {
                     edits.push(json!({ "op": "delete_file" }));
@@ -419,12 +423,12 @@ fn own_tool_args(format: Format, c: &Change, rendered: &str, parsed: &crate::Pat
                         AnchorOp::SetFile { lines } => json!({ "op": "set_file", "lines": lines }),
                     });
                 }
-                let path = change.path.clone().unwrap_or_else(|| c.path.clone());
+                let path = change.path.unwrap_or_else(|| c.path.clone());
                 out.push(json!({ "path": path, "edits": edits }));
             }
             out
         }
-    }
+    })
 }
 
 /// The content of a whole-file rendering (path line, fence, content, fence).
