@@ -782,6 +782,9 @@ fn typo(r: &mut Render, format: Format, before: &str, rng: &mut Rng) -> bool {
     let spots: Vec<usize> = (0..body.len())
         .filter(|&k| body[k].is_ascii_alphanumeric())
         .collect();
+    if spots.is_empty() {
+        return false;
+    }
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz";
     for _ in 0..8 {
         let k = spots[rng.below(spots.len())];
@@ -1089,6 +1092,32 @@ mod tests {
         assert_eq!(a, Rng::new(1, Mistake::TypoInQuote, &["x"]).next());
         assert_ne!(a, Rng::new(2, Mistake::TypoInQuote, &["x"]).next());
         assert_ne!(a, Rng::new(1, Mistake::TypoInQuote, &["y"]).next());
+    }
+
+    /// A changed line long enough for a typo but without a letter or digit
+    /// to misspell gives the typo no place (it panicked, indexing nothing).
+    #[test]
+    fn a_typo_needs_a_letter_or_digit() {
+        let before = "x = 1\n\u{2014}\u{2014}\u{2014}\u{2014}\u{2014}\u{2014}\u{2014}\u{2014}\u{2014}\u{2014}\u{2014}\u{2014}\ny = 2\n";
+        let after = "x = 1\n== == == == == ==\ny = 2\n";
+        for &format in &[
+            Format::SearchReplace,
+            Format::UnifiedDiff,
+            Format::ApplyPatch,
+        ] {
+            let rendered = format.render("notes.md", before, after);
+            let mut rng = Rng::new(1, Mistake::TypoInQuote, &[before]);
+            let made = inject(
+                Mistake::TypoInQuote,
+                format,
+                "notes.md",
+                before,
+                after,
+                &rendered,
+                &mut rng,
+            );
+            assert_eq!(made, None, "{format:?}");
+        }
     }
 
     #[test]
