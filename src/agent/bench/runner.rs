@@ -26,6 +26,11 @@
 //! ([`EditAttempt`]), never from the words the model reads:
 //! `classify` has the rules.
 //!
+//! **Transcripts.** With `transcripts` configured, each job's conversation
+//! is recorded as it runs and kept when the job finishes (`replay`); a
+//! simulated model is told whether each try failed (from the same data the
+//! judging reads), which is when its script sends its retry.
+//!
 //! Owns: workspaces, the job's loop and its stop, the check, judging, and
 //! running many jobs (bounded, stoppable). Does not own: writing records
 //! anywhere (the caller gets each one as it finishes) or resolving models.

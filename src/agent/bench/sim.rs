@@ -12,10 +12,16 @@
 //! file is the new content). It reads each file first (the tools refuse an
 //! edit of an unread file), edits, then answers without a tool call.
 //!
+//! `sim:<mistake>` writes the same turns with the mistake made in the edit
+//! (`mistakes`), and after a failed edit the perfect one (or, stubborn, the
+//! mistake again). `replay:DIR` registers the recorded turns (`replay`),
+//! served with their recorded token counts.
+//!
 //! Each job registers a [`Script`] and gets a model name that names it; the
-//! server answers a request from the script its model names and from how
-//! many assistant turns the conversation already holds, so it keeps no
-//! state per connection and any number of jobs share one server.
+//! server answers a request from the script its model names, from how
+//! many assistant turns the conversation already holds and from whether
+//! the job's last edit failed (set by the runner on the registration), so
+//! it keeps no state per connection and any number of jobs share one server.
 //!
 //! Owns: the simulated answers and the loopback server. Does not own: the
 //! wire's client side (the provider) or judging the result (the runner).
