@@ -136,6 +136,21 @@ impl Session {
         Ok(Some((Session { id, path, file }, messages)))
     }
 
+    /// A transcript written to `file`, already open at `path` (the
+    /// benchmark's, one per job under its results directory); its id is the
+    /// file's name without `.jsonl`.
+    pub fn from_file(path: PathBuf, file: File) -> Session {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let id = name
+            .split_once(".jsonl")
+            .map_or(name.as_str(), |(stem, _)| stem)
+            .to_owned();
+        Session { id, path, file }
+    }
+
     /// The session's id.
     pub fn id(&self) -> &str {
         &self.id

@@ -1042,6 +1042,7 @@ mod bench_tests {
             turns: 3,
             detail: None,
             wrong_place: false,
+            tier: None,
         }
     }
 
@@ -1999,6 +2000,7 @@ mod bench_report_tests {
             turns: 2,
             detail: None,
             wrong_place: false,
+            tier: None,
         }
     }
 
@@ -2104,6 +2106,90 @@ mod bench_report_tests {
                 bench_kind_meaning(*k),
             );
         }
+        insta::assert_snapshot!(out);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The benchmark's replays (`replay:DIR`): why a job has no recorded answer.
+
+/// A replay asked for a turn past the end of its recording.
+pub(crate) fn bench_replay_exhausted() -> String {
+    "the recording has no more turns: the replayed run went further than the recorded one"
+        .to_owned()
+}
+
+/// A job the replayed directory has no transcript for.
+pub(crate) fn bench_replay_missing(dir: &std::path::Path, key: &super::bench::Key) -> String {
+    format!(
+        "no transcript in {} for task {} ({}), format {}, mode {}",
+        dir.display(),
+        key.task,
+        key.source,
+        key.format,
+        key.mode.name()
+    )
+}
+
+/// A job the replayed directory has transcripts of several models for.
+pub(crate) fn bench_replay_several(
+    dir: &std::path::Path,
+    key: &super::bench::Key,
+    models: &[&str],
+) -> String {
+    format!(
+        "{} holds transcripts of {} models for task {} ({}), format {}, mode {}: {}; replay a directory of one model's run",
+        dir.display(),
+        models.len(),
+        key.task,
+        key.source,
+        key.format,
+        key.mode.name(),
+        models.join(", ")
+    )
+}
+
+/// A transcript that cannot be read.
+pub(crate) fn bench_replay_unreadable(path: &std::path::Path, e: &std::io::Error) -> String {
+    format!("the transcript {} cannot be read: {e}", path.display())
+}
+
+#[cfg(test)]
+mod bench_replay_tests {
+    //! The replay's words, rendered once each.
+
+    use super::super::bench::{Key, Mode};
+    use super::*;
+
+    #[test]
+    fn bench_replay_words() {
+        let key = Key {
+            task: "operator-flip-equality-001".to_owned(),
+            source: "react-edit".to_owned(),
+            model: "replay:runs/a".to_owned(),
+            format: "udiff".to_owned(),
+            mode: Mode::Text,
+        };
+        let dir = std::path::Path::new("runs/a");
+        let out = [
+            ("bench_replay_exhausted", bench_replay_exhausted()),
+            ("bench_replay_missing", bench_replay_missing(dir, &key)),
+            (
+                "bench_replay_several",
+                bench_replay_several(dir, &key, &["sim:perfect", "openai:gpt-4o"]),
+            ),
+            (
+                "bench_replay_unreadable",
+                bench_replay_unreadable(
+                    std::path::Path::new("runs/a/transcripts/x.jsonl"),
+                    &std::io::Error::other("permission denied"),
+                ),
+            ),
+        ]
+        .iter()
+        .map(|(k, v)| format!("## {k}\n{v}\n"))
+        .collect::<Vec<_>>()
+        .join("\n");
         insta::assert_snapshot!(out);
     }
 }

@@ -427,7 +427,6 @@ fn flags_not_built_yet_are_usage_errors() {
     let base = ["-t", tasks.as_str(), "-m", "sim:perfect"];
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["-m", "sim:sloppy"], "sim:sloppy"),
-        (vec!["-m", "replay:runs"], "replay:"),
         (vec!["-t", "mutate:src:10"], "mutate:"),
     ];
     for (extra, named) in cases {

@@ -14,6 +14,8 @@ mod agent_run;
 mod bench;
 #[cfg(feature = "agent")]
 mod bench_report;
+#[cfg(feature = "agent")]
+mod bench_sim;
 mod cli;
 mod engine;
 mod feedback;

@@ -543,6 +543,7 @@ mod tests {
             turns: 2,
             detail: None,
             wrong_place,
+            tier: None,
         }
     }
 

@@ -3,9 +3,11 @@
 //! tools and engine as `lancet run`, so what it measures is what a user gets.
 //!
 //! - `task`: tasks and their sources (a task directory, react-edit, EditEval).
-//! - `sim`: simulated models (`sim:perfect`), served over a loopback
-//!   OpenAI-compatible HTTP server, so the real provider, loop, tools and
-//!   feedback carry every simulated turn.
+//! - `sim`: simulated models (`sim:perfect`, `sim:<mistake>`), served over
+//!   a loopback OpenAI-compatible HTTP server, so the real provider, loop,
+//!   tools and feedback carry every simulated turn.
+//! - `mistakes`: the mistakes `sim:` profiles make, and what each claims.
+//! - `replay`: each job's transcript, and `replay:DIR` answering from them.
 //! - `runner`: one job (a task for one model, format and mode) in a fresh
 //!   temporary workspace, bounded tries, a timeout, classification of the
 //!   failure; many jobs with bounded concurrency, resumable and stoppable.
@@ -27,6 +29,8 @@
 //! failed, or timed out); an interrupted job leaves no record, so a rerun
 //! with the same results file does it again and nothing twice.
 
+pub mod mistakes;
+pub mod replay;
 pub mod runner;
 pub mod sim;
 pub mod summary;
@@ -40,6 +44,7 @@ pub mod report;
 pub mod shard;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -55,6 +60,7 @@ pub use super::words::{
     bench_recommend_reason as recommend_reason, bench_recommended as recommended_text,
     bench_verdicts as verdicts_text,
 };
+pub use mistakes::{Claim, Mistake};
 pub use runner::{Job, Progress, RunEnd, run};
 pub use summary::{Row, Summary, wilson};
 pub use task::{Check, Files, Skipped, Source, Task, TaskError};
@@ -180,6 +186,10 @@ pub struct Record {
     /// (another file, or another part of the file): see `place`.
     #[serde(default)]
     pub wrong_place: bool,
+    /// The loosest matcher tier among the edits the job wrote (`exact` …
+    /// `fuzzy`, `anchor` for hashline); absent when none was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<String>,
 }
 
 impl Record {
@@ -216,22 +226,47 @@ pub struct Key {
 pub enum SimProfile {
     /// Renders the task's real change in the format, exactly.
     Perfect,
+    /// Makes a mistake in the first edit (see `mistakes`); after the
+    /// engine's feedback, the perfect edit, or when stubborn the same
+    /// mistake again.
+    Mistaken {
+        /// The mistake.
+        mistake: Mistake,
+        /// Whether the retry repeats it.
+        stubborn: bool,
+    },
 }
 
 impl SimProfile {
+    /// Every profile: perfect, then each mistake and its stubborn variant.
+    pub fn all() -> Vec<SimProfile> {
+        let mut out = vec![SimProfile::Perfect];
+        for &mistake in Mistake::ALL {
+            for stubborn in [false, true] {
+                out.push(SimProfile::Mistaken { mistake, stubborn });
+            }
+        }
+        out
+    }
+
     /// The profile's name after `sim:`.
     pub fn name(self) -> &'static str {
         match self {
             SimProfile::Perfect => "perfect",
+            SimProfile::Mistaken {
+                mistake,
+                stubborn: false,
+            } => mistake.name(),
+            SimProfile::Mistaken {
+                mistake,
+                stubborn: true,
+            } => mistake.stubborn_name(),
         }
     }
 
     /// The profile called `name`, if it is built.
     pub fn from_name(name: &str) -> Option<SimProfile> {
-        match name {
-            "perfect" => Some(SimProfile::Perfect),
-            _ => None,
-        }
+        SimProfile::all().into_iter().find(|p| p.name() == name)
     }
 }
 
@@ -243,6 +278,8 @@ pub enum Backend {
     Sim(SimProfile),
     /// A real endpoint, resolved by the caller as `lancet run` resolves one.
     Provider(Box<ProviderConfig>),
+    /// Recorded transcripts (`replay:DIR`), answered turn by turn on loopback.
+    Replay(Arc<replay::Recording>),
 }
 
 /// A model under test.
@@ -297,6 +334,8 @@ pub struct BenchConfig {
     pub sandbox: Option<BenchSandbox>,
     /// Where job workspaces are made (each in a fresh directory of its own).
     pub scratch: PathBuf,
+    /// Where each finished job's transcript is written (`None`: nowhere).
+    pub transcripts: Option<PathBuf>,
 }
 
 impl BenchConfig {
@@ -315,6 +354,7 @@ impl BenchConfig {
             max_tokens: 8192,
             sandbox: None,
             scratch,
+            transcripts: None,
         }
     }
 }

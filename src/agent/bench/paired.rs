@@ -370,6 +370,7 @@ mod tests {
             turns: 1,
             detail: None,
             wrong_place: false,
+            tier: None,
         }
     }
 

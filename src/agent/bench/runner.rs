@@ -26,6 +26,11 @@
 //! ([`EditAttempt`]), never from the words the model reads:
 //! `classify` has the rules.
 //!
+//! **Transcripts.** With `transcripts` configured, each job's conversation
+//! is recorded as it runs and kept when the job finishes (`replay`); a
+//! simulated model is told whether each try failed (from the same data the
+//! judging reads), which is when its script sends its retry.
+//!
 //! Owns: workspaces, the job's loop and its stop, the check, judging, and
 //! running many jobs (bounded, stoppable). Does not own: writing records
 //! anywhere (the caller gets each one as it finishes) or resolving models.
@@ -41,7 +46,8 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::sim::{self, SimServer};
+use super::replay::Transcript;
+use super::sim::{self, Script, SimServer};
 use super::task::{Check, EDITEVAL_HARNESS, Files};
 use super::{Backend, BenchConfig, FailureKind, Key, Mode, Model, Record, Task};
 use crate::agent::permissions::{self, NoTerminal, Permissions};
@@ -51,7 +57,7 @@ use crate::agent::sandbox::{Sandbox, SandboxPolicy};
 use crate::agent::tools::{EditAttempt, Tools, ToolsConfig};
 use crate::agent::types::Message;
 use crate::agent::words;
-use crate::{EditStatus, Format, Workspace};
+use crate::{EditStatus, Format, ParseError, Tier, Workspace};
 
 /// One job: a task for one model, in one format and mode.
 #[derive(Debug, Clone)]
@@ -120,7 +126,7 @@ pub async fn run(
 ) -> std::io::Result<RunEnd> {
     let sim = if jobs
         .iter()
-        .any(|j| matches!(j.model.backend, Backend::Sim(_)))
+        .any(|j| matches!(j.model.backend, Backend::Sim(_) | Backend::Replay(_)))
     {
         Some(SimServer::start().await?)
     } else {
@@ -133,14 +139,14 @@ pub async fn run(
         }
         let pc = match (&job.model.backend, &sim) {
             (Backend::Provider(pc), _) => Some((**pc).clone()),
-            (Backend::Sim(_), Some(server)) => {
+            (Backend::Sim(_) | Backend::Replay(_), Some(server)) => {
                 let mut pc = ProviderConfig::new(Wire::OpenAi, server.base_url(), "sim");
                 // The simulation answers at once: silence is a bug, and is
                 // reported sooner than a real endpoint's minute allows.
                 pc.idle_timeout = Duration::from_secs(30);
                 Some(pc)
             }
-            (Backend::Sim(_), None) => None,
+            (Backend::Sim(_) | Backend::Replay(_), None) => None,
         };
         let provider = pc
             .ok_or_else(String::new)
@@ -212,6 +218,8 @@ struct Seen {
     try_turn: u32,
     /// The last edit attempt and whether it failed.
     last: Option<(EditAttempt, bool)>,
+    /// The loosest matcher tier among the edits written.
+    tier: Option<Tier>,
 }
 
 /// How the loop ended.
@@ -238,9 +246,21 @@ async fn run_job(job: Job, shared: Arc<Shared>) -> Record {
     };
     let mut seen = Seen::default();
     let mut detail = None;
+    // The transcript: one that cannot be made does not stop the job.
+    let mut transcript = c
+        .transcripts
+        .as_deref()
+        .and_then(|dir| Transcript::start(dir, &job.key()).ok());
     let ended = match tokio::time::timeout(
         c.task_timeout,
-        attempt(&job, &shared, &scratch, &mut seen, &mut detail),
+        attempt(
+            &job,
+            &shared,
+            &scratch,
+            &mut seen,
+            &mut detail,
+            &mut transcript,
+        ),
     )
     .await
     {
@@ -279,6 +299,10 @@ async fn run_job(job: Job, shared: Arc<Shared>) -> Record {
         Ended::Timeout => (None, None, false),
     };
     drop(scratch);
+    if let Some(t) = transcript {
+        // A transcript that cannot take its name is lost, not the job.
+        let _ = t.finish();
+    }
     let failure = classify(
         &ended,
         seen.tries,
@@ -307,6 +331,7 @@ async fn run_job(job: Job, shared: Arc<Shared>) -> Record {
         turns: seen.turns,
         detail: if failure.is_none() { None } else { detail },
         wrong_place,
+        tier: seen.tier.map(|t| t.name().to_owned()),
     }
 }
 
@@ -317,6 +342,7 @@ async fn attempt(
     scratch: &Scratch,
     seen: &mut Seen,
     detail: &mut Option<String>,
+    transcript: &mut Option<Transcript>,
 ) -> Ended {
     let c = &shared.config;
     let dir = scratch.path.as_path();
@@ -358,15 +384,17 @@ async fn attempt(
         Permissions::new(permissions::Mode::Auto),
         Box::new(NoTerminal),
     );
-    // A simulated model: its script, and the model name that selects it.
+    // A simulated or replayed model: its script, and the model name that selects it.
     let registration = match (&job.model.backend, &shared.sim) {
         (Backend::Sim(profile), Some(server)) => {
-            let (script, problem) = match profile {
-                super::SimProfile::Perfect => sim::perfect(&job.task, job.format, job.mode),
-            };
+            let (script, problem) = sim::script(&job.task, job.format, job.mode, *profile, c.seed);
             *detail = problem.map(|p| p.to_string());
             Some(server.register(*profile, script))
         }
+        (Backend::Replay(recording), Some(server)) => match recording.turns(&job.key()) {
+            Ok(turns) => Some(server.register_as("replay", Script::replay(turns))),
+            Err(why) => return Ended::Provider(why),
+        },
         _ => None,
     };
     let model = registration
@@ -392,13 +420,39 @@ async fn attempt(
             seen.tokens_out += output_tokens;
         }
         Event::ToolResult {
-            attempt: Some(attempt),
+            name,
+            attempt,
             is_error,
             ..
         } => {
+            // An edit call whose arguments are not JSON at all (a reply cut
+            // off mid-call) never reaches the format, so it carries no
+            // attempt; it was one all the same, and unparsable.
+            let attempt = match attempt {
+                Some(a) => a,
+                None if is_error && name == "edit" && job.mode == Mode::Tool => {
+                    EditAttempt::Unparsed(ParseError::BadArguments {
+                        field: "json".to_owned(),
+                        expected: "a JSON object",
+                    })
+                }
+                None => return,
+            };
+            let failed_before =
+                seen.try_turn == seen.turns && seen.last.as_ref().is_some_and(|(_, f)| *f);
             if seen.try_turn != seen.turns {
                 seen.try_turn = seen.turns;
                 seen.tries += 1;
+            }
+            if let Some(r) = &registration {
+                // A try fails when any of its edits does.
+                r.set_failed(is_error || failed_before);
+            }
+            if let EditAttempt::Planned(report) = &attempt {
+                if report.written {
+                    let loosest = report.edits().filter_map(|e| e.tier).max();
+                    seen.tier = seen.tier.max(loosest);
+                }
             }
             seen.last = Some((attempt, is_error));
             if is_error && seen.tries >= tries {
@@ -408,10 +462,11 @@ async fn attempt(
         _ => {}
     };
     let stop = || used_up.load(Ordering::Relaxed);
+    let session = transcript.as_mut().and_then(Transcript::session);
     let result = run::run_until(
         &provider,
         &mut tools,
-        None,
+        session,
         messages,
         &config,
         &mut on_event,

@@ -198,6 +198,7 @@ mod tests {
             turns: 2,
             detail: None,
             wrong_place: false,
+            tier: None,
         }
     }
 

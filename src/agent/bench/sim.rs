@@ -12,10 +12,16 @@
 //! file is the new content). It reads each file first (the tools refuse an
 //! edit of an unread file), edits, then answers without a tool call.
 //!
+//! `sim:<mistake>` writes the same turns with the mistake made in the edit
+//! (`mistakes`), and after a failed edit the perfect one (or, stubborn, the
+//! mistake again). `replay:DIR` registers the recorded turns (`replay`),
+//! served with their recorded token counts.
+//!
 //! Each job registers a [`Script`] and gets a model name that names it; the
-//! server answers a request from the script its model names and from how
-//! many assistant turns the conversation already holds, so it keeps no
-//! state per connection and any number of jobs share one server.
+//! server answers a request from the script its model names, from how
+//! many assistant turns the conversation already holds and from whether
+//! the job's last edit failed (set by the runner on the registration), so
+//! it keeps no state per connection and any number of jobs share one server.
 //!
 //! Owns: the simulated answers and the loopback server. Does not own: the
 //! wire's client side (the provider) or judging the result (the runner).
@@ -25,13 +31,14 @@
 //! with a 404, which the provider does not retry.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use super::mistakes::{self, Mistake};
 use super::{Mode, SimProfile, Task};
 use crate::Format;
 use crate::agent::words;
@@ -47,22 +54,60 @@ pub enum Turn {
     Calls(Vec<(String, String)>),
     /// A reply without tool calls.
     Text(String),
+    /// A recorded assistant message (`replay:`): its text, its tool calls
+    /// `(id, name, arguments)`, and the tokens the recorded turn used.
+    Recorded {
+        /// The reply's text (may be empty).
+        text: String,
+        /// Its tool calls.
+        calls: Vec<(String, String, String)>,
+        /// Tokens as recorded.
+        usage: crate::agent::types::Usage,
+    },
 }
 
-/// A job's simulated conversation: the turn for each number of assistant
-/// turns so far; past the end, the last.
+/// A job's simulated conversation.
+///
+/// A simulated model's script is its turns in order (reads, the edit, the
+/// answer) and the turn it sends instead of the next one after a failed
+/// edit (the correction, or for a stubborn profile the mistake again);
+/// past the end, the last turn again. A replay's script is the recorded
+/// turns in order, and past the end nothing (the server says so).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Script {
     turns: Vec<Turn>,
+    /// The edit turn's index and what follows a failed edit.
+    retry: Option<(usize, Turn)>,
+    /// Past the end: the last turn again.
+    repeat_last: bool,
 }
 
 impl Script {
-    /// The turn after `n` assistant turns.
-    pub fn turn(&self, n: usize) -> Option<&Turn> {
-        self.turns.get(n).or(self.turns.last())
+    /// A replay: `turns` in order, nothing after them.
+    pub fn replay(turns: Vec<Turn>) -> Script {
+        Script {
+            turns,
+            retry: None,
+            repeat_last: false,
+        }
     }
 
-    /// The turns, in order.
+    /// The turn after `n` assistant turns, `failed` saying whether the last
+    /// edit attempt failed.
+    pub fn turn(&self, n: usize, failed: bool) -> Option<&Turn> {
+        if let Some((at, retry)) = &self.retry {
+            if n > *at && failed {
+                return Some(retry);
+            }
+        }
+        self.turns.get(n).or(if self.repeat_last {
+            self.turns.last()
+        } else {
+            None
+        })
+    }
+
+    /// The turns, in order (the retry aside).
     pub fn turns(&self) -> &[Turn] {
         &self.turns
     }
@@ -104,9 +149,43 @@ pub enum RenderProblem {
 /// written, the script only answers (and the problem is returned with it,
 /// for the record).
 pub fn perfect(task: &Task, format: Format, mode: Mode) -> (Script, Option<RenderProblem>) {
+    script(task, format, mode, SimProfile::Perfect, 1)
+}
+
+/// A profile's script for a task in a format and mode: read every file the
+/// change touches, make the change (with the profile's mistake, where it
+/// has a place), answer; after a failed edit, the correction (or, when
+/// stubborn, the same edit again).
+pub fn script(
+    task: &Task,
+    format: Format,
+    mode: Mode,
+    profile: SimProfile,
+    seed: u64,
+) -> (Script, Option<RenderProblem>) {
     let done = Turn::Text(words::bench_sim_done());
-    match changes(task).and_then(|c| edit_turn(&c, format, mode).map(|t| (c, t))) {
-        Ok((changes, edit)) => {
+    let made = changes(task).and_then(|c| {
+        // Without a mistake there is always a turn (`None` is only for a
+        // mistake with no place); the answer stands in for the impossible.
+        let good = edit_turn(&c, format, mode, None)?.unwrap_or_else(|| done.clone());
+        let (first, retry) = match profile {
+            SimProfile::Perfect => (good.clone(), good),
+            SimProfile::Mistaken { mistake, stubborn } => {
+                let content: Vec<&str> = c
+                    .iter()
+                    .flat_map(|c| [c.path.as_str(), &c.before, &c.after])
+                    .collect();
+                let mut rng = mistakes::Rng::new(seed, mistake, &content);
+                let bad = edit_turn(&c, format, mode, Some((mistake, &mut rng)))?
+                    .unwrap_or_else(|| good.clone());
+                let retry = if stubborn { bad.clone() } else { good };
+                (bad, retry)
+            }
+        };
+        Ok((c, first, retry))
+    });
+    match made {
+        Ok((changes, edit, retry)) => {
             let reads = changes
                 .iter()
                 .filter(|c| !c.before.is_empty() || task.before.contains_key(&c.path))
@@ -116,11 +195,24 @@ pub fn perfect(task: &Task, format: Format, mode: Mode) -> (Script, Option<Rende
             if !reads.is_empty() {
                 turns.push(Turn::Calls(reads));
             }
+            let at = turns.len();
             turns.push(edit);
             turns.push(done);
-            (Script { turns }, None)
+            let script = Script {
+                turns,
+                retry: Some((at, retry)),
+                repeat_last: true,
+            };
+            (script, None)
         }
-        Err(problem) => (Script { turns: vec![done] }, Some(problem)),
+        Err(problem) => (
+            Script {
+                turns: vec![done],
+                retry: None,
+                repeat_last: true,
+            },
+            Some(problem),
+        ),
     }
 }
 
@@ -165,26 +257,70 @@ fn changes(task: &Task) -> Result<Vec<Change>, RenderProblem> {
     Ok(out)
 }
 
-/// The turn that makes the change.
-fn edit_turn(changes: &[Change], format: Format, mode: Mode) -> Result<Turn, RenderProblem> {
-    match mode {
+/// The turn that makes the change; with a mistake, the turn that makes it
+/// with the mistake (`None` inside when the mistake has no place here).
+fn edit_turn(
+    changes: &[Change],
+    format: Format,
+    mode: Mode,
+    mistake: Option<(Mistake, &mut mistakes::Rng)>,
+) -> Result<Option<Turn>, RenderProblem> {
+    let mut renders: Vec<String> = changes
+        .iter()
+        .map(|c| format.render(&c.path, &c.before, &c.after))
+        .collect();
+    let mut truncated = false;
+    // Which file's rendering carries the mistake.
+    let mut mistaken = None;
+    if let Some((mistake, rng)) = mistake {
+        if mistake == Mistake::Truncated {
+            truncated = true;
+        } else {
+            // One mistake per reply: in the first file that gives it a place.
+            mistaken = changes.iter().zip(renders.iter_mut()).position(|(c, r)| {
+                match mistakes::inject(mistake, format, &c.path, &c.before, &c.after, r, rng) {
+                    Some(bad) => {
+                        *r = bad;
+                        true
+                    }
+                    None => false,
+                }
+            });
+            if mistaken.is_none() {
+                return Ok(None);
+            }
+        }
+    }
+    Ok(Some(match mode {
         Mode::Text => {
-            let renders: Vec<String> = changes
-                .iter()
-                .map(|c| format.render(&c.path, &c.before, &c.after))
-                .collect();
-            Ok(Turn::Text(join_renders(format, &renders)))
+            let text = join_renders(format, &renders);
+            Turn::Text(if truncated {
+                mistakes::truncate_text(&text)
+            } else {
+                text
+            })
         }
         Mode::Tool => {
             let mut calls = Vec::new();
-            for c in changes {
-                for args in tool_args(format, c)? {
+            for (k, (c, r)) in changes.iter().zip(&renders).enumerate() {
+                let args = if mistaken == Some(k) {
+                    mistaken_tool_args(format, c, r)
+                } else {
+                    tool_args(format, c, r)?
+                };
+                for args in args {
                     calls.push(("edit".to_owned(), args.to_string()));
                 }
             }
-            Ok(Turn::Calls(calls))
+            if truncated {
+                // The reply stops inside the last call's arguments.
+                if let Some((_, args)) = calls.last_mut() {
+                    *args = mistakes::truncate_json(args);
+                }
+            }
+            Turn::Calls(calls)
         }
-    }
+    }))
 }
 
 /// One reply holding several files' renderings. An apply_patch envelope
@@ -206,13 +342,48 @@ fn join_renders(format: Format, renders: &[String]) -> String {
     out
 }
 
-/// The edit tool's arguments for one file's change, from the format's own
-/// rendering.
-fn tool_args(format: Format, c: &Change) -> Result<Vec<Value>, RenderProblem> {
-    let rendered = format.render(&c.path, &c.before, &c.after);
+/// The edit tool's arguments for one file's change from a rendering with a
+/// mistake: the diff and patch formats carry the text as is; search/replace
+/// and hashline are read back from it line by line, without the parser's
+/// repairs (and search/replace without widening), so the mistake reaches the
+/// tool as made; whole file is the content of its fence.
+fn mistaken_tool_args(format: Format, c: &Change, rendered: &str) -> Vec<Value> {
+    match format {
+        Format::UnifiedDiff => vec![json!({ "diff": rendered })],
+        Format::ApplyPatch => vec![json!({ "input": rendered })],
+        Format::Whole => {
+            let content = whole_content(rendered).unwrap_or_else(|| c.after.clone());
+            vec![json!({ "path": c.path, "content": content })]
+        }
+        Format::SearchReplace => {
+            let edits: Vec<Value> = blocks(rendered)
+                .into_iter()
+                .map(|(search, replace)| {
+                    // As quoted: widening it would undo a mistake of too
+                    // little context.
+                    let mut old = search.join("\n");
+                    let mut new = replace.join("\n");
+                    if !search.is_empty() && c.before.contains(&format!("{old}\n")) {
+                        old.push('\n');
+                        new.push('\n');
+                    }
+                    json!({ "old_string": old, "new_string": new })
+                })
+                .collect();
+            vec![json!({ "path": c.path, "edits": edits })]
+        }
+        Format::Hashline => hashline_calls(rendered, &c.path),
+    }
+}
+
+/// The edit tool's arguments from the format's own rendering, read
+/// through its parser (the diff and patch formats carry the text as is;
+/// search/replace and hashline are the rendering parsed back into its
+/// edits, written as the tool's JSON; whole file is the new content).
+fn tool_args(format: Format, c: &Change, rendered: &str) -> Result<Vec<Value>, RenderProblem> {
     let parsed = || {
         format
-            .parse(&rendered)
+            .parse(rendered)
             .map_err(|error| RenderProblem::Unparsable {
                 format: format.name(),
                 path: c.path.clone(),
@@ -258,11 +429,73 @@ fn tool_args(format: Format, c: &Change) -> Result<Vec<Value>, RenderProblem> {
                         AnchorOp::SetFile { lines } => json!({ "op": "set_file", "lines": lines }),
                     });
                 }
-                out.push(json!({ "path": change.path.unwrap_or_else(|| c.path.clone()), "edits": edits }));
+                let path = change.path.unwrap_or_else(|| c.path.clone());
+                out.push(json!({ "path": path, "edits": edits }));
             }
             out
         }
     })
+}
+
+/// The content of a whole-file rendering (path line, fence, content, fence).
+fn whole_content(rendered: &str) -> Option<String> {
+    let mut lines = rendered.split_inclusive('\n');
+    lines.next()?;
+    let fence = lines.next()?.trim_end().to_owned();
+    let body: Vec<&str> = lines.collect();
+    let end = body.iter().rposition(|l| l.trim_end() == fence)?;
+    Some(body[..end].concat())
+}
+
+/// The SEARCH and REPLACE lines of each block of a search/replace rendering.
+fn blocks(rendered: &str) -> Vec<(Vec<String>, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut state = 0;
+    let (mut search, mut replace) = (Vec::new(), Vec::new());
+    for l in rendered.lines() {
+        match (state, l) {
+            (0, "<<<<<<< SEARCH") => state = 1,
+            (1, "=======") => state = 2,
+            (2, ">>>>>>> REPLACE") => {
+                out.push((std::mem::take(&mut search), std::mem::take(&mut replace)));
+                state = 0;
+            }
+            (1, _) => search.push(l.to_owned()),
+            (2, _) => replace.push(l.to_owned()),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A hashline rendering as the tool's calls (`@@ file`, `@@ replace A B`,
+/// `@@ set file`, `+` payload lines).
+fn hashline_calls(rendered: &str, default_path: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut path = default_path.to_owned();
+    let mut edits: Vec<Value> = Vec::new();
+    let flush = |path: &str, edits: &mut Vec<Value>, out: &mut Vec<Value>| {
+        if !edits.is_empty() {
+            out.push(json!({ "path": path, "edits": std::mem::take(edits) }));
+        }
+    };
+    for l in rendered.lines() {
+        if let Some(p) = l.strip_prefix("@@ file ") {
+            flush(&path, &mut edits, &mut out);
+            p.clone_into(&mut path);
+        } else if let Some(rest) = l.strip_prefix("@@ replace ") {
+            let (start, end) = rest.split_once(' ').unwrap_or((rest, rest));
+            edits.push(json!({ "op": "replace", "start": start, "end": end, "lines": [] }));
+        } else if l == "@@ set file" {
+            edits.push(json!({ "op": "set_file", "lines": [] }));
+        } else if let Some(line) = l.strip_prefix('+') {
+            if let Some(Value::Array(lines)) = edits.last_mut().and_then(|e| e.get_mut("lines")) {
+                lines.push(Value::String(line.to_owned()));
+            }
+        }
+    }
+    flush(&path, &mut edits, &mut out);
+    out
 }
 
 /// A search/replace block as the tool's `old_string`/`new_string`: whole
@@ -308,11 +541,19 @@ fn fragment(before: &str, search: &[String], replace: &[String]) -> (String, Str
     (old, new)
 }
 
+/// A registered script and whether the job's last edit attempt failed (set
+/// by the runner from the tools' data: the simulated model reads the
+/// engine's verdict as a real one reads its words).
+type Entry = (Arc<Script>, Arc<AtomicBool>);
+
+/// The registered scripts by id.
+type Scripts = Arc<Mutex<HashMap<u64, Entry>>>;
+
 /// The loopback server simulated models answer from.
 #[derive(Debug)]
 pub struct SimServer {
     base_url: String,
-    scripts: Arc<Mutex<HashMap<u64, Arc<Script>>>>,
+    scripts: Scripts,
     next: AtomicU64,
     accept: tokio::task::JoinHandle<()>,
 }
@@ -322,13 +563,19 @@ pub struct SimServer {
 pub struct Registration {
     model: String,
     id: u64,
-    scripts: Arc<Mutex<HashMap<u64, Arc<Script>>>>,
+    failed: Arc<AtomicBool>,
+    scripts: Scripts,
 }
 
 impl Registration {
     /// The model name that selects the script (the request's `model`).
     pub fn model(&self) -> &str {
         &self.model
+    }
+
+    /// Tells the script whether the last edit attempt failed.
+    pub fn set_failed(&self, failed: bool) {
+        self.failed.store(failed, Ordering::Relaxed);
     }
 }
 
@@ -350,7 +597,7 @@ impl SimServer {
     pub async fn start() -> std::io::Result<SimServer> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let base_url = format!("http://{}/v1", listener.local_addr()?);
-        let scripts: Arc<Mutex<HashMap<u64, Arc<Script>>>> = Arc::default();
+        let scripts: Scripts = Arc::default();
         let shared = Arc::clone(&scripts);
         let accept = tokio::spawn(async move {
             while let Ok((sock, _)) = listener.accept().await {
@@ -376,14 +623,22 @@ impl SimServer {
 
     /// Registers a script for `profile`; requests naming the returned model get it.
     pub fn register(&self, profile: SimProfile, script: Script) -> Registration {
+        self.register_as(&format!("sim:{}", profile.name()), script)
+    }
+
+    /// Registers a script under a name (`sim:PROFILE`, `replay`); requests
+    /// naming the returned model get it.
+    pub fn register_as(&self, name: &str, script: Script) -> Registration {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let failed = Arc::new(AtomicBool::new(false));
         self.scripts
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(id, Arc::new(script));
+            .insert(id, (Arc::new(script), Arc::clone(&failed)));
         Registration {
-            model: format!("sim:{}/{id}", profile.name()),
+            model: format!("{name}/{id}"),
             id,
+            failed,
             scripts: Arc::clone(&self.scripts),
         }
     }
@@ -396,10 +651,7 @@ impl Drop for SimServer {
 }
 
 /// Answers requests on one connection (keep-alive) until it closes.
-async fn serve(
-    mut sock: TcpStream,
-    scripts: &Mutex<HashMap<u64, Arc<Script>>>,
-) -> std::io::Result<()> {
+async fn serve(mut sock: TcpStream, scripts: &Mutex<HashMap<u64, Entry>>) -> std::io::Result<()> {
     let mut buf: Vec<u8> = Vec::new();
     loop {
         let head_end = loop {
@@ -433,18 +685,23 @@ async fn serve(
         let answer = if path_ok {
             serde_json::from_slice::<Value>(&body)
                 .ok()
-                .and_then(|req| answer(&req, body.len(), scripts))
+                .map_or(Err(Unanswered::NoScript), |req| {
+                    answer(&req, body.len(), scripts)
+                })
         } else {
-            None
+            Err(Unanswered::NoScript)
         };
         let response = match answer {
-            Some(stream) => format!(
+            Ok(stream) => format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{stream}",
                 stream.len()
             ),
-            None => {
-                let body =
-                    r#"{"error":{"message":"no simulated model by that name","type":"not_found"}}"#;
+            Err(why) => {
+                let message = match why {
+                    Unanswered::NoScript => "no simulated model by that name".to_owned(),
+                    Unanswered::Exhausted => words::bench_replay_exhausted(),
+                };
+                let body = json!({"error": {"message": message, "type": "not_found"}}).to_string();
                 format!(
                     "HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
                     body.len()
@@ -455,50 +712,105 @@ async fn serve(
     }
 }
 
-/// The SSE stream answering one request, if its model names a script.
-fn answer(req: &Value, size: usize, scripts: &Mutex<HashMap<u64, Arc<Script>>>) -> Option<String> {
-    let id: u64 = req["model"].as_str()?.rsplit_once('/')?.1.parse().ok()?;
-    let script = scripts
+/// Why a request got no answer (a 404, which the provider does not retry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unanswered {
+    /// Its model names no registered script.
+    NoScript,
+    /// A replay's recording has no more turns.
+    Exhausted,
+}
+
+/// The SSE stream answering one request, if its model names a script with
+/// a turn to give.
+fn answer(
+    req: &Value,
+    size: usize,
+    scripts: &Mutex<HashMap<u64, Entry>>,
+) -> Result<String, Unanswered> {
+    let id: u64 = req["model"]
+        .as_str()
+        .and_then(|m| m.rsplit_once('/'))
+        .and_then(|(_, id)| id.parse().ok())
+        .ok_or(Unanswered::NoScript)?;
+    let (script, failed) = scripts
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .get(&id)
-        .cloned()?;
+        .cloned()
+        .ok_or(Unanswered::NoScript)?;
     let n = req["messages"]
-        .as_array()?
+        .as_array()
+        .ok_or(Unanswered::NoScript)?
         .iter()
         .filter(|m| m["role"] == "assistant")
         .count();
-    let turn = script.turn(n)?;
+    let turn = script
+        .turn(n, failed.load(Ordering::Relaxed))
+        .ok_or(Unanswered::Exhausted)?;
     let chunk = |delta: Value, finish: Option<&str>| {
         let c = json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
         format!("data: {c}\n\n")
     };
-    let (mut out, written, finish) = match turn {
+    let calls_json = |calls: &mut dyn Iterator<Item = (String, &str, &str)>| -> Vec<Value> {
+        calls
+            .enumerate()
+            .map(|(k, (id, name, args))| json!({"index": k, "id": id, "type": "function", "function": {"name": name, "arguments": args}}))
+            .collect()
+    };
+    // Tokens are estimated (4 bytes each): the simulation has no tokenizer.
+    // A replay's are the recorded ones.
+    let estimate = |written: usize| (size.div_ceil(4) as u64, written.div_ceil(4).max(1) as u64);
+    let (mut out, (tokens_in, tokens_out), finish) = match turn {
         Turn::Text(text) => (
             chunk(json!({"role": "assistant", "content": text}), None),
-            text.len(),
+            estimate(text.len()),
             "stop",
         ),
         Turn::Calls(calls) => {
-            let list: Vec<Value> = calls
-                .iter()
-                .enumerate()
-                .map(|(k, (name, args))| json!({"index": k, "id": format!("call_{k}"), "type": "function", "function": {"name": name, "arguments": args}}))
-                .collect();
+            let list = calls_json(
+                &mut calls
+                    .iter()
+                    .enumerate()
+                    .map(|(k, (n, a))| (format!("call_{k}"), n.as_str(), a.as_str())),
+            );
             let written = calls.iter().map(|(n, a)| n.len() + a.len()).sum();
             (
                 chunk(json!({"role": "assistant", "tool_calls": list}), None),
-                written,
+                estimate(written),
                 "tool_calls",
+            )
+        }
+        Turn::Recorded { text, calls, usage } => {
+            let mut delta = json!({"role": "assistant"});
+            if !text.is_empty() {
+                delta["content"] = text.clone().into();
+            }
+            if !calls.is_empty() {
+                delta["tool_calls"] = calls_json(
+                    &mut calls
+                        .iter()
+                        .map(|(id, n, a)| (id.clone(), n.as_str(), a.as_str())),
+                )
+                .into();
+            }
+            let finish = if calls.is_empty() {
+                "stop"
+            } else {
+                "tool_calls"
+            };
+            (
+                chunk(delta, None),
+                (usage.input_tokens, usage.output_tokens),
+                finish,
             )
         }
     };
     out.push_str(&chunk(json!({}), Some(finish)));
-    // Tokens are estimated (4 bytes each): the simulation has no tokenizer.
     let usage = json!({"object": "chat.completion.chunk", "choices": [], "usage": {
-        "prompt_tokens": size.div_ceil(4), "completion_tokens": written.div_ceil(4).max(1)}});
+        "prompt_tokens": tokens_in, "completion_tokens": tokens_out}});
     out.push_str(&format!("data: {usage}\n\ndata: [DONE]\n\n"));
-    Some(out)
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -7,9 +7,10 @@
 //! into a models.toml. `bench report DIR...` merges results directories and
 //! writes the same reports.
 //!
-//! Flags of the contract that are not built yet (`mutate:`, `replay:`,
-//! `sim:` profiles other than `perfect`) are usage errors that say so,
-//! never ignored.
+//! Flags of the contract that are not built yet (`mutate:`, unknown
+//! `sim:` profiles) are usage errors that say so, never ignored. Each
+//! job's transcript goes to `<out>/transcripts/`, which `replay:<out>`
+//! answers from.
 //!
 //! Exit status: 0 finished (whatever the pass rates), 1 interrupted (the
 //! results so far are kept), 2 usage error, 3 every model failed to answer.
@@ -21,6 +22,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use lancet::Format;
+use lancet::agent::bench::replay::Recording;
 use lancet::agent::bench::report::Report;
 use lancet::agent::bench::shard::{self, Shard};
 use lancet::agent::bench::{
@@ -61,8 +63,14 @@ fn models(names: &[String], catalogue: &Models) -> Result<Vec<Model>, Error> {
     let mut out = Vec::new();
     for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
         if let Some(profile) = name.strip_prefix("sim:") {
-            let profile = SimProfile::from_name(profile).ok_or_else(|| Error::BenchNotBuilt {
-                what: format!("the simulated model `{name}` (built: sim:perfect)"),
+            let profile = SimProfile::from_name(profile).ok_or_else(|| {
+                let built: Vec<String> = SimProfile::all()
+                    .iter()
+                    .map(|p| format!("sim:{}", p.name()))
+                    .collect();
+                Error::BenchNotBuilt {
+                    what: format!("the simulated model `{name}` (built: {})", built.join(", ")),
+                }
             })?;
             out.push(Model {
                 label: name.to_owned(),
@@ -71,10 +79,18 @@ fn models(names: &[String], catalogue: &Models) -> Result<Vec<Model>, Error> {
             });
             continue;
         }
-        if name.starts_with("replay:") {
-            return Err(Error::BenchNotBuilt {
-                what: "replay:".to_owned(),
+        if let Some(dir) = name.strip_prefix("replay:") {
+            let dir = Path::new(dir);
+            let recording = Recording::open(dir).map_err(|source| Error::BenchOut {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+            out.push(Model {
+                label: name.to_owned(),
+                backend: Backend::Replay(Arc::new(recording)),
+                prices: None,
             });
+            continue;
         }
         // `openai:NAME`, `anthropic:NAME`, `PROFILE:NAME`; anything else
         // (Ollama's `qwen2.5-coder:7b` included) is a bare name.
@@ -277,6 +293,7 @@ pub(crate) fn bench(args: &BenchArgs) -> Result<Exit, Error> {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, usize::from))
         .max(1);
     config.sandbox = bench_sandbox(&scratch)?;
+    config.transcripts = Some(out_dir.join("transcripts"));
     let mut results = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
