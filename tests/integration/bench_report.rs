@@ -286,7 +286,7 @@ fn f(element: &str, name: &str) -> f64 {
 }
 
 /// Runs chromium headless on `page` with `flags`: its stdout and stderr.
-/// Chromium must be installed (`.ci/run` installs it).
+/// Chromium must be installed (`.ci/test`, the README's test command, installs it).
 fn chromium(page: &Path, profile: &Path, flags: &[&str]) -> (String, String) {
     let mut child = Command::new("chromium")
         .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"])
@@ -299,7 +299,7 @@ fn chromium(page: &Path, profile: &Path, flags: &[&str]) -> (String, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| {
-            panic!("chromium could not be started ({e}): run .ci/run, which installs it (apt-get install -y chromium)")
+            panic!("chromium could not be started ({e}): run .ci/test (the README's test command), which installs it (apt-get install -y chromium)")
         });
     let mut out = child.stdout.take().unwrap();
     let mut err = child.stderr.take().unwrap();
@@ -334,7 +334,7 @@ fn chromium(page: &Path, profile: &Path, flags: &[&str]) -> (String, String) {
 fn report_html_in_chromium_shows_report_json() {
     if Command::new("chromium").arg("--version").output().is_err() {
         panic!(
-            "chromium is not installed: run .ci/run, which installs it (apt-get install -y chromium)"
+            "chromium is not installed: run .ci/test (the README's test command), which installs it (apt-get install -y chromium)"
         );
     }
     let dir = tempfile::tempdir().unwrap();
