@@ -11,6 +11,8 @@
 //!   failure; many jobs with bounded concurrency, resumable and stoppable.
 //! - `summary`: per model × format × mode pass rates with Wilson intervals,
 //!   tries, tokens, failures by kind; `report.json`.
+//! - `mutate` (feature `syntax`): bug-fix tasks generated from a source tree
+//!   (`mutate:DIR[:N]`), one seeded mutation of one file each.
 //!
 //! Owns: the benchmark's data ([`Record`], one line of `results.jsonl`, shared
 //! by the runner and the report) and its run. Does not own: resolving
@@ -21,6 +23,8 @@
 //! failed, or timed out); an interrupted job leaves no record, so a rerun
 //! with the same results file does it again and nothing twice.
 
+#[cfg(feature = "syntax")]
+pub mod mutate;
 pub mod runner;
 pub mod sim;
 pub mod summary;
