@@ -431,7 +431,6 @@ fn flags_not_built_yet_are_usage_errors() {
         (vec!["--recommend=models.toml"], "--recommend"),
         (vec!["-m", "sim:sloppy"], "sim:sloppy"),
         (vec!["-m", "replay:runs"], "replay:"),
-        (vec!["-t", "mutate:src:10"], "mutate:"),
     ];
     for (extra, named) in cases {
         let args: Vec<&str> = base.iter().copied().chain(extra.iter().copied()).collect();

@@ -376,11 +376,11 @@ pub fn generate(dir: &Path, count: usize, seed: u64) -> Result<Generated, Mutate
             stats.skipped.unparsable += 1;
             continue;
         };
-        if tree.root_node().has_error() {
+        if !clean(file.lang, &tree) {
             stats.skipped.unparsable += 1;
             continue;
         }
-        let found = mutations(file.lang, file.text(), &tree, seed);
+        let found = mutations(file.lang, file.text(), &tree);
         let index = texts.len();
         sites.extend(found.into_iter().map(|m| (index, m)));
         texts.push(file);
@@ -456,7 +456,7 @@ fn check(
         return Err(Reject::Unchanged);
     }
     match parsers.parse(file.lang, &mutated) {
-        Some(tree) if !tree.root_node().has_error() => {}
+        Some(tree) if clean(file.lang, &tree) => {}
         _ => return Err(Reject::Unparsable),
     }
     let span = m.range.start..m.range.start + m.replacement.len();
@@ -518,6 +518,36 @@ fn unique_window(text: &str, span: Range<usize>) -> bool {
         .filter(|w| *w == needle)
         .count()
         == 1
+}
+
+/// Whether a tree is free of syntax errors. Python's grammar also accepts
+/// an empty block (`def f():` with no body), which Python refuses.
+fn clean(lang: Lang, tree: &Tree) -> bool {
+    let root = tree.root_node();
+    if root.has_error() {
+        return false;
+    }
+    if lang != Lang::Python {
+        return true;
+    }
+    let mut cursor = root.walk();
+    loop {
+        let node = cursor.node();
+        if node.kind() == "block" && named_code(node).is_empty() {
+            return false;
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return true;
+            }
+        }
+    }
 }
 
 /// One parser per language, reused.
@@ -704,12 +734,12 @@ fn read_source(path: &Path) -> Read {
 }
 
 /// Every candidate mutation of `text` (parsed as `tree`), in document order
-/// per operator. The seed picks only the direction of off-by-one changes.
-pub fn mutations(lang: Lang, text: &str, tree: &Tree, seed: u64) -> Vec<Mutation> {
+/// per operator. Each depends on the text alone (an off-by-one's direction
+/// on its position), so a task id names the same task under every seed.
+pub fn mutations(lang: Lang, text: &str, tree: &Tree) -> Vec<Mutation> {
     let mut finder = Finder {
         lang,
         text,
-        seed,
         out: Vec::new(),
         counts: BTreeMap::new(),
     };
@@ -739,7 +769,6 @@ pub fn mutations(lang: Lang, text: &str, tree: &Tree, seed: u64) -> Vec<Mutation
 struct Finder<'a> {
     lang: Lang,
     text: &'a str,
-    seed: u64,
     out: Vec<Mutation>,
     counts: BTreeMap<Operator, usize>,
 }
@@ -758,7 +787,14 @@ impl<'a> Finder<'a> {
         (!s.contains('\n') && s.chars().count() <= MAX_QUOTE).then(|| s.to_owned())
     }
 
-    fn push(&mut self, operator: Operator, node: Node<'_>, range: Range<usize>, replacement: String, symptom: Symptom) {
+    fn push(
+        &mut self,
+        operator: Operator,
+        node: Node<'_>,
+        range: Range<usize>,
+        replacement: String,
+        symptom: Symptom,
+    ) {
         let place = self.place(node);
         let k = self.counts.entry(operator).or_default();
         let m = Mutation {
@@ -827,7 +863,13 @@ impl<'a> Finder<'a> {
         }
     }
 
-    fn comparison(&mut self, node: Node<'_>, op: Node<'_>, l: Option<Node<'_>>, r: Option<Node<'_>>) {
+    fn comparison(
+        &mut self,
+        node: Node<'_>,
+        op: Node<'_>,
+        l: Option<Node<'_>>,
+        r: Option<Node<'_>>,
+    ) {
         let (left, right) = (l.and_then(|n| self.quote(n)), r.and_then(|n| self.quote(n)));
         let (operator, to, symptom) = match op.kind() {
             "<" | ">" | "<=" | ">=" => {
@@ -875,8 +917,17 @@ impl<'a> Finder<'a> {
             || (self.lang == Lang::Rust
                 && matches!(
                     suffix,
-                    "u8" | "u16" | "u32" | "u64" | "u128" | "usize" | "i8" | "i16" | "i32" | "i64"
-                        | "i128" | "isize"
+                    "u8" | "u16"
+                        | "u32"
+                        | "u64"
+                        | "u128"
+                        | "usize"
+                        | "i8"
+                        | "i16"
+                        | "i32"
+                        | "i64"
+                        | "i128"
+                        | "isize"
                 ));
         // Decimal only, no leading zero, small enough to stay in any type.
         if digits.is_empty() || !suffix_ok || (digits.len() > 1 && digits.starts_with('0')) {
@@ -885,14 +936,17 @@ impl<'a> Finder<'a> {
         let Ok(n) = digits.parse::<u32>() else {
             return;
         };
-        if n >= i8::MAX as u32 && suffix.starts_with("i8") || n >= u8::MAX as u32 && suffix == "u8" {
+        if n >= i8::MAX as u32 && suffix.starts_with("i8") || n >= u8::MAX as u32 && suffix == "u8"
+        {
             return;
         }
-        let up = n == 0 || SplitMix(self.seed ^ node.start_byte() as u64).next() & 1 == 0;
+        let up = n == 0 || SplitMix(node.start_byte() as u64).next() & 1 == 0;
         let new = if up { n + 1 } else { n - 1 };
         let negated = node.parent().is_some_and(|p| {
-            matches!(p.kind(), "unary_operator" | "unary_expression" | "negative_literal")
-                && self.src(p).starts_with('-')
+            matches!(
+                p.kind(),
+                "unary_operator" | "unary_expression" | "negative_literal"
+            ) && self.src(p).starts_with('-')
         });
         self.push(
             Operator::OffByOne,
@@ -934,10 +988,14 @@ impl<'a> Finder<'a> {
                 .map_or(FlagUse::Other, |f| FlagUse::Argument(self.callee(f))),
             "keyword_argument" => parent
                 .child_by_field_name("name")
-                .map_or(FlagUse::Other, |n| FlagUse::Assigned(self.src(n).to_owned())),
+                .map_or(FlagUse::Other, |n| {
+                    FlagUse::Assigned(self.src(n).to_owned())
+                }),
             "field_initializer" => parent
                 .child_by_field_name("field")
-                .map_or(FlagUse::Other, |n| FlagUse::Assigned(self.src(n).to_owned())),
+                .map_or(FlagUse::Other, |n| {
+                    FlagUse::Assigned(self.src(n).to_owned())
+                }),
             "assignment" | "assignment_expression" => parent
                 .child_by_field_name("left")
                 .and_then(|n| self.quote(n))
@@ -949,9 +1007,11 @@ impl<'a> Finder<'a> {
             "return_statement" | "return_expression" => FlagUse::Returned,
             // A block's tail expression is the function's value when the
             // block is its body.
-            "block" if self.lang == Lang::Rust
-                && parent.parent().is_some_and(|g| g.kind() == "function_item")
-                && parent.named_child(parent.named_child_count().saturating_sub(1)) == Some(node) =>
+            "block"
+                if self.lang == Lang::Rust
+                    && parent.parent().is_some_and(|g| g.kind() == "function_item")
+                    && parent.named_child(parent.named_child_count().saturating_sub(1))
+                        == Some(node) =>
             {
                 FlagUse::Returned
             }
@@ -1027,7 +1087,13 @@ impl<'a> Finder<'a> {
         let condition = node
             .child_by_field_name("condition")
             .and_then(|c| self.quote(c));
-        self.push(Operator::Guard, node, lines, String::new(), Symptom::Guard { condition });
+        self.push(
+            Operator::Guard,
+            node,
+            lines,
+            String::new(),
+            Symptom::Guard { condition },
+        );
     }
 
     fn swap_branches(&mut self, node: Node<'_>) {
@@ -1061,7 +1127,9 @@ impl<'a> Finder<'a> {
             return;
         };
         // Python blocks move only between equal indents.
-        if self.lang == Lang::Python && then.start_position().column != other.start_position().column {
+        if self.lang == Lang::Python
+            && then.start_position().column != other.start_position().column
+        {
             return;
         }
         let (a, b) = (then.byte_range(), other.byte_range());
@@ -1135,7 +1203,10 @@ impl<'a> Finder<'a> {
         let Some(inner) = node.named_child(0) else {
             return;
         };
-        let inner = if inner.kind() == "try_expression" || inner.kind() == "await" || inner.kind() == "await_expression" {
+        let inner = if inner.kind() == "try_expression"
+            || inner.kind() == "await"
+            || inner.kind() == "await_expression"
+        {
             inner.named_child(0).unwrap_or(inner)
         } else {
             inner
@@ -1145,7 +1216,9 @@ impl<'a> Finder<'a> {
                 Some(f) => Step::Call(self.callee(f)),
                 None => return,
             },
-            "assignment" | "augmented_assignment" | "assignment_expression"
+            "assignment"
+            | "augmented_assignment"
+            | "assignment_expression"
             | "compound_assignment_expr" => inner
                 .child_by_field_name("left")
                 .and_then(|l| self.quote(l))
@@ -1177,7 +1250,10 @@ impl<'a> Finder<'a> {
             let node = cursor.node();
             // Nested functions have their own names.
             let nested = node != body
-                && matches!(node.kind(), "function_definition" | "function_item" | "closure_expression" | "lambda");
+                && matches!(
+                    node.kind(),
+                    "function_definition" | "function_item" | "closure_expression" | "lambda"
+                );
             if node.kind() == "identifier" && self.is_value_use(node) {
                 uses.entry(self.src(node)).or_default().push(node);
             }
@@ -1226,7 +1302,9 @@ impl<'a> Finder<'a> {
             "keyword_argument" => !field("name"),
             "macro_invocation" | "scoped_identifier" | "scoped_type_identifier" => false,
             "function_definition" | "class_definition" | "function_item" => !field("name"),
-            "import_statement" | "import_from_statement" | "aliased_import" | "dotted_name" => false,
+            "import_statement" | "import_from_statement" | "aliased_import" | "dotted_name" => {
+                false
+            }
             "generic_function" => false,
             _ => true,
         }
@@ -1238,7 +1316,10 @@ impl<'a> Finder<'a> {
         let mut function: Option<String> = None;
         let mut at = node.parent();
         while let Some(n) = at {
-            let name = || n.child_by_field_name("name").map(|x| self.src(x).to_owned());
+            let name = || {
+                n.child_by_field_name("name")
+                    .map(|x| self.src(x).to_owned())
+            };
             match n.kind() {
                 "function_definition" | "function_item" if function.is_none() => function = name(),
                 "class_definition" | "trait_item" => {
@@ -1324,7 +1405,7 @@ mod tests {
     /// The mutated texts of one operator on a snippet.
     fn mutated(lang: Lang, text: &str, op: Operator) -> Vec<String> {
         let tree = parse(lang, text);
-        mutations(lang, text, &tree, 1)
+        mutations(lang, text, &tree)
             .into_iter()
             .filter(|m| m.operator == op)
             .map(|m| m.apply(text))
@@ -1340,19 +1421,38 @@ mod tests {
     #[test]
     fn comparison_moves_the_boundary() {
         let py = "def f(a, b):\n    return a < b\n";
-        assert_eq!(one(Lang::Python, py, Operator::Comparison), "def f(a, b):\n    return a <= b\n");
+        assert_eq!(
+            one(Lang::Python, py, Operator::Comparison),
+            "def f(a, b):\n    return a <= b\n"
+        );
         let rs = "fn f(a: u8, b: u8) -> bool {\n    a >= b\n}\n";
-        assert_eq!(one(Lang::Rust, rs, Operator::Comparison), "fn f(a: u8, b: u8) -> bool {\n    a > b\n}\n");
+        assert_eq!(
+            one(Lang::Rust, rs, Operator::Comparison),
+            "fn f(a: u8, b: u8) -> bool {\n    a > b\n}\n"
+        );
         // A chained comparison is left alone; `in` is not a comparison here.
-        assert!(mutated(Lang::Python, "x = a < b < c\ny = a in b\n", Operator::Comparison).is_empty());
+        assert!(
+            mutated(
+                Lang::Python,
+                "x = a < b < c\ny = a in b\n",
+                Operator::Comparison
+            )
+            .is_empty()
+        );
     }
 
     #[test]
     fn equality_inverts() {
         let py = "def f(a):\n    return a == 0\n";
-        assert_eq!(one(Lang::Python, py, Operator::Equality), "def f(a):\n    return a != 0\n");
+        assert_eq!(
+            one(Lang::Python, py, Operator::Equality),
+            "def f(a):\n    return a != 0\n"
+        );
         let rs = "fn f(a: u8) -> bool {\n    a != 0\n}\n";
-        assert_eq!(one(Lang::Rust, rs, Operator::Equality), "fn f(a: u8) -> bool {\n    a == 0\n}\n");
+        assert_eq!(
+            one(Lang::Rust, rs, Operator::Equality),
+            "fn f(a: u8) -> bool {\n    a == 0\n}\n"
+        );
     }
 
     #[test]
@@ -1368,7 +1468,14 @@ mod tests {
             all[1]
         );
         // Hex, underscores, floats and leading zeros are left alone.
-        assert!(mutated(Lang::Rust, "const A: u32 = 0x10 + 1_000;\nconst B: f64 = 1.5;\n", Operator::OffByOne).is_empty());
+        assert!(
+            mutated(
+                Lang::Rust,
+                "const A: u32 = 0x10 + 1_000;\nconst B: f64 = 1.5;\n",
+                Operator::OffByOne
+            )
+            .is_empty()
+        );
         let py = "LIMIT = 10\n";
         let m = one(Lang::Python, py, Operator::OffByOne);
         assert!(m == "LIMIT = 11\n" || m == "LIMIT = 9\n", "{m}");
@@ -1377,19 +1484,33 @@ mod tests {
     #[test]
     fn boolean_flips() {
         let py = "def f():\n    return True\n";
-        assert_eq!(one(Lang::Python, py, Operator::Boolean), "def f():\n    return False\n");
+        assert_eq!(
+            one(Lang::Python, py, Operator::Boolean),
+            "def f():\n    return False\n"
+        );
         let rs = "fn f() { g(true); }\n";
-        assert_eq!(one(Lang::Rust, rs, Operator::Boolean), "fn f() { g(false); }\n");
+        assert_eq!(
+            one(Lang::Rust, rs, Operator::Boolean),
+            "fn f() { g(false); }\n"
+        );
         let tree = parse(Lang::Rust, rs);
-        let m = &mutations(Lang::Rust, rs, &tree, 1)[0];
-        assert_eq!(m.symptom, Symptom::Boolean { feeds: FlagUse::Argument("g".into()) });
+        let m = &mutations(Lang::Rust, rs, &tree)[0];
+        assert_eq!(
+            m.symptom,
+            Symptom::Boolean {
+                feeds: FlagUse::Argument("g".into())
+            }
+        );
         assert_eq!(m.place, Place::Function("f".into()));
     }
 
     #[test]
     fn guard_is_removed_with_its_lines() {
         let py = "def f(x):\n    if x is None:\n        return 0\n    return x + 1\n";
-        assert_eq!(one(Lang::Python, py, Operator::Guard), "def f(x):\n    return x + 1\n");
+        assert_eq!(
+            one(Lang::Python, py, Operator::Guard),
+            "def f(x):\n    return x + 1\n"
+        );
         let rs = "fn f(x: Option<u8>) -> u8 {\r\n    if x.is_none() {\r\n        return 0;\r\n    }\r\n    x.unwrap_or(1)\r\n}\r\n";
         assert_eq!(
             one(Lang::Rust, rs, Operator::Guard),
@@ -1403,15 +1524,26 @@ mod tests {
     #[test]
     fn swap_args_swaps_adjacent_plain_arguments() {
         let py = "def f():\n    g(a, b, key=c)\n";
-        assert_eq!(one(Lang::Python, py, Operator::SwapArgs), "def f():\n    g(b, a, key=c)\n");
+        assert_eq!(
+            one(Lang::Python, py, Operator::SwapArgs),
+            "def f():\n    g(b, a, key=c)\n"
+        );
         let rs = "fn f() { x.copy(src, dst); }\n";
-        assert_eq!(one(Lang::Rust, rs, Operator::SwapArgs), "fn f() { x.copy(dst, src); }\n");
+        assert_eq!(
+            one(Lang::Rust, rs, Operator::SwapArgs),
+            "fn f() { x.copy(dst, src); }\n"
+        );
         let tree = parse(Lang::Rust, rs);
-        let m = mutations(Lang::Rust, rs, &tree, 1)
+        let m = mutations(Lang::Rust, rs, &tree)
             .into_iter()
             .find(|m| m.operator == Operator::SwapArgs)
             .unwrap();
-        assert_eq!(m.symptom, Symptom::SwapArgs { callee: "copy".into() });
+        assert_eq!(
+            m.symptom,
+            Symptom::SwapArgs {
+                callee: "copy".into()
+            }
+        );
     }
 
     #[test]
@@ -1427,7 +1559,8 @@ mod tests {
             "fn f(x: bool) -> u8 {\n    if x { 2 } else { 1 }\n}\n"
         );
         // `elif` chains and `if let` are left alone.
-        let chain = "def f(x):\n    if x:\n        a()\n    elif y:\n        b()\n    else:\n        c()\n";
+        let chain =
+            "def f(x):\n    if x:\n        a()\n    elif y:\n        b()\n    else:\n        c()\n";
         assert!(mutated(Lang::Python, chain, Operator::SwapBranches).is_empty());
         let iflet = "fn f(x: Option<u8>) -> u8 {\n    if let Some(v) = x { v } else { 0 }\n}\n";
         assert!(mutated(Lang::Rust, iflet, Operator::SwapBranches).is_empty());
@@ -1447,7 +1580,14 @@ mod tests {
         let rs = "fn f(v: &mut Vec<u8>) {\n    v.sort();\n    v.dedup();\n}\n";
         assert_eq!(mutated(Lang::Rust, rs, Operator::DeleteStatement).len(), 2);
         // A block's only statement stays.
-        assert!(mutated(Lang::Python, "def f(xs):\n    xs.sort()\n", Operator::DeleteStatement).is_empty());
+        assert!(
+            mutated(
+                Lang::Python,
+                "def f(xs):\n    xs.sort()\n",
+                Operator::DeleteStatement
+            )
+            .is_empty()
+        );
     }
 
     #[test]
@@ -1463,23 +1603,48 @@ mod tests {
             ]
         );
         let tree = parse(Lang::Python, py);
-        let m = mutations(Lang::Python, py, &tree, 1)
+        let m = mutations(Lang::Python, py, &tree)
             .into_iter()
             .find(|m| m.operator == Operator::RenameUse)
             .unwrap();
-        assert_eq!(m.symptom, Symptom::Rename { used: "lo".into(), meant: "hi".into() });
+        assert_eq!(
+            m.symptom,
+            Symptom::Rename {
+                used: "lo".into(),
+                meant: "hi".into()
+            }
+        );
     }
 
     #[test]
     fn places_name_the_method_and_item() {
         let rs = "impl<T> Stack<T> {\n    fn push(&mut self) -> bool { true }\n}\nconst MAX: u8 = 3;\nmod tests {\n    fn t() -> bool { true }\n}\n";
         let tree = parse(Lang::Rust, rs);
-        let all = mutations(Lang::Rust, rs, &tree, 1);
+        let all = mutations(Lang::Rust, rs, &tree);
         let places: Vec<&Place> = all.iter().map(|m| &m.place).collect();
-        assert_eq!(places, [&Place::Function("Stack::push".into()), &Place::Item("MAX".into())]);
+        assert_eq!(
+            places,
+            [
+                &Place::Function("Stack::push".into()),
+                &Place::Item("MAX".into())
+            ]
+        );
         let py = "class A:\n    def m(self):\n        return True\n";
         let tree = parse(Lang::Python, py);
-        assert_eq!(mutations(Lang::Python, py, &tree, 1)[0].place, Place::Function("A.m".into()));
+        assert_eq!(
+            mutations(Lang::Python, py, &tree)[0].place,
+            Place::Function("A.m".into())
+        );
+    }
+
+    #[test]
+    fn an_empty_python_body_is_not_clean() {
+        let mut p = Parsers::default();
+        let empty = p.parse(Lang::Python, "def f(x):\n\ny = 1\n").unwrap();
+        assert!(!empty.root_node().has_error(), "the grammar's gap");
+        assert!(!clean(Lang::Python, &empty));
+        let full = p.parse(Lang::Python, "def f(x):\n    pass\n").unwrap();
+        assert!(clean(Lang::Python, &full));
     }
 
     #[test]
@@ -1489,6 +1654,9 @@ mod tests {
         assert!(unique_window(text, 2..3));
         assert!(!unique_window(text, 0..1));
         assert!(unique_window(text, 4..4));
-        assert!(!unique_window("x\n  x\n", 0..1), "indentation does not tell them apart");
+        assert!(
+            !unique_window("x\n  x\n", 0..1),
+            "indentation does not tell them apart"
+        );
     }
 }

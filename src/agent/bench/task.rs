@@ -206,8 +206,7 @@ pub fn load_seeded(
         Source::EditEval(file) => load_editeval(file)?,
         #[cfg(feature = "syntax")]
         Source::Mutate(dir, n) => (
-            super::mutate::generate(dir, n.unwrap_or(super::mutate::DEFAULT_COUNT), seed)?
-                .tasks,
+            super::mutate::generate(dir, n.unwrap_or(super::mutate::DEFAULT_COUNT), seed)?.tasks,
             Vec::new(),
         ),
         #[cfg(not(feature = "syntax"))]
