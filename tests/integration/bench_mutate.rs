@@ -160,7 +160,7 @@ fn every_after_is_the_original_file() {
             let (rel, bytes) = after.iter().next().unwrap();
             assert_eq!(*bytes, std::fs::read(dir.join(rel)).unwrap(), "{}", t.id);
             assert_ne!(t.before[rel], *bytes, "{}", t.id);
-            assert_eq!(t.files, [rel.clone()]);
+            assert_eq!(t.files, std::slice::from_ref(rel));
             assert!(t.id.starts_with(&format!("mutate/{rel}/")), "{}", t.id);
             assert!(
                 t.instruction.contains(&format!("`{rel}`")),

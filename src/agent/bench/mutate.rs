@@ -28,7 +28,7 @@ use std::io::Read as _;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use tree_sitter::{Language, Node, Parser, Tree};
+use tree_sitter::{InputEdit, Language, Node, Parser, Point, Tree};
 
 use super::task::{Files, Task};
 use crate::agent::words;
@@ -38,6 +38,12 @@ pub use crate::agent::words::bench_mutate_generated as generated_line;
 
 /// Files larger than this are not mutated (generated code, data tables).
 pub const MAX_FILE_BYTES: u64 = 256 * 1024;
+
+/// Source bytes whose parse trees are kept for validating mutations by
+/// incremental reparse (a tree takes some forty times its source: this
+/// repository's 1.3 MB of `src/` keep about 50 MB); files past it are parsed
+/// whole again for each candidate, which is some ten times slower.
+const TREE_BUDGET: usize = 2 << 20;
 
 /// Tasks generated when `mutate:DIR` names no N.
 pub const DEFAULT_COUNT: usize = 50;
@@ -350,6 +356,8 @@ struct SourceFile {
     bytes: Vec<u8>,
     /// 3 when the file starts with a UTF-8 BOM (kept out of the parse).
     bom: usize,
+    /// Its parse, kept within [`TREE_BUDGET`].
+    tree: Option<Tree>,
 }
 
 impl SourceFile {
@@ -371,8 +379,9 @@ pub fn generate(dir: &Path, count: usize, seed: u64) -> Result<Generated, Mutate
     let mut parsers = Parsers::default();
     let mut texts: Vec<SourceFile> = Vec::new();
     let mut sites: Vec<(usize, Mutation)> = Vec::new();
-    for file in files {
-        let Some(tree) = parsers.parse(file.lang, file.text()) else {
+    let mut kept = 0;
+    for mut file in files {
+        let Some(tree) = parsers.parse(file.lang, file.text(), None) else {
             stats.skipped.unparsable += 1;
             continue;
         };
@@ -383,6 +392,10 @@ pub fn generate(dir: &Path, count: usize, seed: u64) -> Result<Generated, Mutate
         let found = mutations(file.lang, file.text(), &tree);
         let index = texts.len();
         sites.extend(found.into_iter().map(|m| (index, m)));
+        if kept + file.bytes.len() <= TREE_BUDGET {
+            kept += file.bytes.len();
+            file.tree = Some(tree);
+        }
         texts.push(file);
     }
     if texts.is_empty() {
@@ -455,7 +468,21 @@ fn check(
     if mutated == text {
         return Err(Reject::Unchanged);
     }
-    match parsers.parse(file.lang, &mutated) {
+    // From the file's tree moved through the edit, tree-sitter reparses
+    // only around it.
+    let old = file.tree.as_ref().map(|tree| {
+        let mut tree = tree.clone();
+        tree.edit(&InputEdit {
+            start_byte: m.range.start,
+            old_end_byte: m.range.end,
+            new_end_byte: m.range.start + m.replacement.len(),
+            start_position: point(text, m.range.start),
+            old_end_position: point(text, m.range.end),
+            new_end_position: point(&mutated, m.range.start + m.replacement.len()),
+        });
+        tree
+    });
+    match parsers.parse(file.lang, &mutated, old.as_ref()) {
         Some(tree) if clean(file.lang, &tree) => {}
         _ => return Err(Reject::Unparsable),
     }
@@ -550,6 +577,14 @@ fn clean(lang: Lang, tree: &Tree) -> bool {
     }
 }
 
+/// The row and byte column of `offset` in `text`.
+fn point(text: &str, offset: usize) -> Point {
+    let before = &text.as_bytes()[..offset];
+    let row = memchr::memchr_iter(b'\n', before).count();
+    let column = offset - memchr::memrchr(b'\n', before).map_or(0, |i| i + 1);
+    Point { row, column }
+}
+
 /// One parser per language, reused.
 #[derive(Default)]
 struct Parsers {
@@ -558,7 +593,7 @@ struct Parsers {
 }
 
 impl Parsers {
-    fn parse(&mut self, lang: Lang, text: &str) -> Option<Tree> {
+    fn parse(&mut self, lang: Lang, text: &str, old: Option<&Tree>) -> Option<Tree> {
         let slot = match lang {
             Lang::Python => &mut self.python,
             Lang::Rust => &mut self.rust,
@@ -568,7 +603,7 @@ impl Parsers {
             p.set_language(&lang.language()).ok()?;
             *slot = Some(p);
         }
-        slot.as_mut()?.parse(text, None)
+        slot.as_mut()?.parse(text, old)
     }
 }
 
@@ -672,6 +707,7 @@ fn walk(dir: &Path, skipped: &mut SkippedFiles) -> Result<Vec<SourceFile>, Mutat
                         lang,
                         bytes,
                         bom,
+                        tree: None,
                     });
                 }
                 Read::Large => skipped.large += 1,
@@ -1397,7 +1433,7 @@ mod tests {
 
     fn parse(lang: Lang, text: &str) -> Tree {
         let mut p = Parsers::default();
-        let tree = p.parse(lang, text).unwrap();
+        let tree = p.parse(lang, text, None).unwrap();
         assert!(!tree.root_node().has_error(), "{text}");
         tree
     }
@@ -1640,11 +1676,73 @@ mod tests {
     #[test]
     fn an_empty_python_body_is_not_clean() {
         let mut p = Parsers::default();
-        let empty = p.parse(Lang::Python, "def f(x):\n\ny = 1\n").unwrap();
+        let empty = p.parse(Lang::Python, "def f(x):\n\ny = 1\n", None).unwrap();
         assert!(!empty.root_node().has_error(), "the grammar's gap");
         assert!(!clean(Lang::Python, &empty));
-        let full = p.parse(Lang::Python, "def f(x):\n    pass\n").unwrap();
+        let full = p
+            .parse(Lang::Python, "def f(x):\n    pass\n", None)
+            .unwrap();
         assert!(clean(Lang::Python, &full));
+    }
+
+    /// Validation reparses incrementally from the file's tree: it must judge
+    /// every candidate as a parse from scratch does.
+    #[test]
+    fn incremental_reparse_judges_as_a_full_parse() {
+        let cases = [
+            (
+                Lang::Python,
+                "def f(x):\n    if x:\n        return 1\n\n\ndef g(a, b):\n    if a < b:\n        return a\n    a.sort()\n    b = a\n    return g(a, b) == True\n",
+            ),
+            (
+                Lang::Rust,
+                "fn f(v: &mut Vec<u8>, n: usize) -> bool {\n    if n > 3 {\n        return false;\n    }\n    v.push(1);\n    let m = n + 1;\n    if m == n { g(m, n) } else { true }\n}\n",
+            ),
+        ];
+        for (lang, text) in cases {
+            let mut p = Parsers::default();
+            let tree = p.parse(lang, text, None).unwrap();
+            let file = SourceFile {
+                rel: "x".into(),
+                lang,
+                bytes: text.as_bytes().to_vec(),
+                bom: 0,
+                tree: Some(tree.clone()),
+            };
+            let all = mutations(lang, text, &tree);
+            assert!(all.len() > 10, "{all:#?}");
+            let mut verdicts = Vec::new();
+            for m in &all {
+                let incremental = check(&file, m, &mut p, &mut HashSet::new(), 0).is_ok();
+                let full = p.parse(lang, &m.apply(text), None).unwrap();
+                let span = m.range.start..m.range.start + m.replacement.len();
+                let expected = m.apply(text) != text
+                    && clean(lang, &full)
+                    && unique_window(&m.apply(text), span);
+                assert_eq!(incremental, expected, "{m:?}");
+                verdicts.push(incremental);
+            }
+            assert!(verdicts.contains(&true));
+        }
+        // The emptied Python body is caught by both.
+        let py = "def f(x):\n    if x:\n        return 1\n";
+        let mut p = Parsers::default();
+        let tree = p.parse(Lang::Python, py, None).unwrap();
+        let guard = mutations(Lang::Python, py, &tree)
+            .into_iter()
+            .find(|m| m.operator == Operator::Guard)
+            .unwrap();
+        let file = SourceFile {
+            rel: "x".into(),
+            lang: Lang::Python,
+            bytes: py.as_bytes().to_vec(),
+            bom: 0,
+            tree: Some(tree),
+        };
+        assert_eq!(
+            check(&file, &guard, &mut p, &mut HashSet::new(), 0),
+            Err(Reject::Unparsable)
+        );
     }
 
     #[test]

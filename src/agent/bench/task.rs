@@ -491,6 +491,25 @@ mod tests {
         assert_eq!(Source::parse("tasks"), Source::Dir("tasks".into()));
     }
 
+    /// Without the grammars there is nothing to mutate with: a clear error,
+    /// not an empty task list.
+    #[cfg(not(feature = "syntax"))]
+    #[test]
+    fn mutate_needs_the_syntax_feature() {
+        let err = load(&Source::parse("mutate:src:3"), None).unwrap_err();
+        assert!(matches!(
+            err,
+            TaskError::NeedsFeature {
+                kind: "mutate:",
+                feature: "syntax"
+            }
+        ));
+        assert_eq!(
+            err.to_string(),
+            "mutate: needs lancet built with the `syntax` feature"
+        );
+    }
+
     #[test]
     fn confinement() {
         assert!(confined("a/b.rs"));
