@@ -1305,7 +1305,13 @@ impl<'a> Finder<'a> {
                 }
             }
         }
-        uses.retain(|name, list| list.len() >= 2 && !matches!(*name, "self" | "cls" | "_"));
+        // Capitalised names are types, constants and variants (`None`, `Ok`),
+        // not locals.
+        uses.retain(|name, list| {
+            list.len() >= 2
+                && !matches!(*name, "self" | "cls" | "_")
+                && !name.starts_with(|c: char| c.is_uppercase())
+        });
         let names: Vec<&'a str> = uses.keys().copied().collect();
         if names.len() < 2 {
             return;
@@ -1341,7 +1347,7 @@ impl<'a> Finder<'a> {
             "import_statement" | "import_from_statement" | "aliased_import" | "dotted_name" => {
                 false
             }
-            "generic_function" => false,
+            "generic_function" | "tuple_struct_pattern" | "struct_pattern" => false,
             _ => true,
         }
     }
@@ -1650,6 +1656,22 @@ mod tests {
                 meant: "hi".into()
             }
         );
+    }
+
+    #[test]
+    fn rename_use_leaves_variants_and_constants_alone() {
+        let rs = "fn f(x: Option<u8>) -> Option<u8> {\n    if x == None {\n        return None;\n    }\n    let y = MAX;\n    match x {\n        Some(v) => Some(v + MAX),\n        None => None,\n    }\n}\n";
+        let all = mutated(Lang::Rust, rs, Operator::RenameUse);
+        for m in &all {
+            assert!(!m.contains("None") || m.matches("None").count() == 4, "{m}");
+        }
+        let tree = parse(Lang::Rust, rs);
+        for m in mutations(Lang::Rust, rs, &tree) {
+            if let Symptom::Rename { used, meant } = &m.symptom {
+                assert!(used.chars().next().unwrap().is_lowercase(), "{used}");
+                assert!(meant.chars().next().unwrap().is_lowercase(), "{meant}");
+            }
+        }
     }
 
     #[test]
