@@ -12,6 +12,8 @@ mod agent_provider;
 mod agent_run;
 #[cfg(feature = "agent")]
 mod bench;
+#[cfg(all(feature = "agent", feature = "syntax"))]
+mod bench_mutate;
 #[cfg(feature = "agent")]
 mod bench_report;
 #[cfg(feature = "agent")]

@@ -19,6 +19,8 @@
 //! - `shard`: `--shard K/N` and merging results (`bench report`).
 //! - `report`: `report.json` from records; `html`: `report.html`.
 //! - `recommend`: writing the choice into a models.toml, comments kept.
+//! - `mutate` (feature `syntax`): bug-fix tasks generated from a source tree
+//!   (`mutate:DIR[:N]`), one seeded mutation of one file each.
 //!
 //! Owns: the benchmark's data ([`Record`], one line of `results.jsonl`, shared
 //! by the runner and the report) and its run. Does not own: resolving
@@ -30,6 +32,8 @@
 //! with the same results file does it again and nothing twice.
 
 pub mod mistakes;
+#[cfg(feature = "syntax")]
+pub mod mutate;
 pub mod replay;
 pub mod runner;
 pub mod sim;
