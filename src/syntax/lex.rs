@@ -159,12 +159,9 @@ pub(super) fn rust(text: &str) -> Vec<LineLex> {
                 _ => line.last = b,
             },
             Rs::Str => match b {
-                b'\\' => {
-                    // An escaped newline still ends the line.
-                    if bytes.get(k + 1) != Some(&b'\n') {
-                        k += 1;
-                    }
-                }
+                // An escaped character is skipped; an escaped newline still
+                // ends the line.
+                b'\\' if bytes.get(k + 1) != Some(&b'\n') => k += 1,
                 b'"' => {
                     state = Rs::Code;
                     line.last = b'"';
