@@ -11,7 +11,9 @@
 //! (slice.rs chooses it, innermost first); its boundaries are
 //! lines a lexical scan of both whole files (lex.rs) finds outside strings
 //! and comments, at the same bracket depth before and after. When no such
-//! region is clean before, the top-level items around the change are tried;
+//! region is clean before, the top-level items around the change are tried
+//! (they go first when they are tiny against the files, as parsing them
+//! then costs less than that scan);
 //! when one is clean before and not after, or nothing else is clean, both
 //! whole files are parsed (the new one incrementally, from the old tree moved through the
 //! edit with tree-sitter's `InputEdit`) and their innermost ERROR/MISSING
