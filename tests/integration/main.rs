@@ -13,6 +13,8 @@ mod agent_run;
 #[cfg(feature = "agent")]
 mod bench;
 #[cfg(feature = "agent")]
+mod bench_limits;
+#[cfg(feature = "agent")]
 mod bench_report;
 #[cfg(feature = "agent")]
 mod bench_sim;
