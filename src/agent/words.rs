@@ -2197,21 +2197,23 @@ mod bench_replay_tests {
 // ---------------------------------------------------------------------------
 // The benchmark's progress bar (`lancet bench` on a terminal).
 
-/// The bar's `indicatif` template: jobs done / total, the bar, the rate,
-/// the time left, then the message ([`bench_bar_message`]).
+/// The bar's `indicatif` template: jobs done / total, the bar, the rate
+/// (`{rate}`: jobs a second, one decimal), the time left, then the message
+/// ([`bench_bar_message`]) cut to the terminal's width.
 pub fn bench_bar_template() -> &'static str {
-    "{pos}/{len} jobs [{bar:24}] {per_sec} · ETA {eta} · {msg}"
+    "{pos}/{len} jobs [{bar:24}] {rate} jobs/s · ETA {eta} · {wide_msg}"
 }
 
-/// The bar's message: passes so far, and the job that finished last.
+/// The bar's message: passes so far, and the job that finished last (its
+/// source last: a long path is what the terminal's width cuts).
 pub fn bench_bar_message(passed: usize, last: &super::bench::Key) -> String {
     format!(
-        "{passed} passed · last: {} ({}) {} {} {}",
+        "{passed} passed · last: {} {} {} {} ({})",
         last.task,
-        last.source,
         last.model,
         last.format,
-        last.mode.name()
+        last.mode.name(),
+        last.source
     )
 }
 

@@ -374,8 +374,10 @@ pub(crate) fn bench(args: &BenchArgs) -> Result<Exit, Error> {
         }
         if let Some(bar) = &bar {
             passed += usize::from(record.pass);
-            bar.set_message(bench::bar_message(passed, &record.key()));
+            // Position first: a draw between the two never shows more
+            // passes than jobs done.
             bar.inc(1);
+            bar.set_message(bench::bar_message(passed, &record.key()));
         }
         fresh.push(record);
     };
@@ -472,6 +474,12 @@ fn progress_bar(total: usize) -> ProgressBar {
     // better than none.
     let style = ProgressStyle::with_template(bench::bar_template())
         .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .with_key(
+            "rate",
+            |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.1}", state.per_sec());
+            },
+        )
         .progress_chars("=> ");
     bar.set_style(style);
     bar.enable_steady_tick(Duration::from_millis(500));
