@@ -1,5 +1,7 @@
 //! The syntax guard's added time: one search/replace block changing one line
 //! in the middle of a 10,000-line Python file and of a 10,000-line Rust file,
+//! inside a method of a 2,000-line `impl` and inside a function of a
+//! 2,000-line `mod tests` (where the enclosing top-level item is the file),
 //! through the library's apply planning (`lancet::plan` on a patch parsed
 //! once: read the file from a workspace on disk, locate, apply, check; nothing
 //! is written), once with `SyntaxPolicy::Reject` and once with
@@ -194,6 +196,63 @@ fn rust(seed: u64, lines: usize) -> String {
     out
 }
 
+/// At least `lines` lines of valid Rust in one `impl` block (methods only):
+/// an edit inside a method is inside the impl, which is the whole file.
+fn rust_one_impl(seed: u64, lines: usize) -> String {
+    let mut rng = Rng(seed | 1);
+    let mut out = String::from(
+        "//! Synthetic impl for the syntax guard bench.\n\nuse std::collections::HashMap;\n\n#[derive(Debug, Default)]\npub struct Big {\n    map: HashMap<String, usize>,\n}\n\nimpl Big {\n",
+    );
+    let mut k = 0;
+    let mut n = 0;
+    while out.lines().count() < lines {
+        n += 1;
+        let (a, b) = rng.two(WORDS);
+        let m = rng.pick(METHODS);
+        writeln!(
+            out,
+            "    /// {m}s the {a}.\n    pub fn {m}_{n}(&mut self, {a}: &[usize], {b}: &mut Vec<usize>) -> Option<usize> {{"
+        )
+        .unwrap_or_default();
+        for _ in 0..rng.below(8) + 2 {
+            rs_statement(&mut rng, &mut out, &mut k);
+        }
+        writeln!(
+            out,
+            "        Some({a}.len() + {b}.len() + self.map.len())\n    }}\n"
+        )
+        .unwrap_or_default();
+    }
+    out.push_str("}\n");
+    out
+}
+
+/// At least `lines` lines of valid Rust: a few functions, then a test
+/// module of `lines` lines of test functions (the edit lands in one).
+fn rust_mod_tests(seed: u64, lines: usize) -> String {
+    let mut rng = Rng(seed | 1);
+    let mut out = String::from(
+        "//! Synthetic tests for the syntax guard bench.\n\npub fn answer() -> usize {\n    42\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n",
+    );
+    let mut k = 0;
+    let mut n = 0;
+    while out.lines().count() < lines {
+        n += 1;
+        let (a, b) = rng.two(WORDS);
+        writeln!(
+            out,
+            "    #[test]\n    fn case_{n}() {{\n        let mut {a}: Vec<usize> = vec![answer()];\n        let mut {b}: Vec<usize> = Vec::new();"
+        )
+        .unwrap_or_default();
+        for _ in 0..rng.below(8) + 2 {
+            rs_statement(&mut rng, &mut out, &mut k);
+        }
+        writeln!(out, "        assert!({a}.len() + {b}.len() > 0);\n    }}\n").unwrap_or_default();
+    }
+    out.push_str("}\n");
+    out
+}
+
 /// The one-line edit: the first line at or after the middle that calls a
 /// method with a number (unique: its variable is), `1 + ` put before the
 /// number (or, `broken`, an unclosed `(`).
@@ -299,6 +358,8 @@ fn guard(c: &mut Criterion) {
     let files = [
         ("big.py", python(0x5EED_0001, LINES)),
         ("big.rs", rust(0x5EED_0002, LINES)),
+        ("impl.rs", rust_one_impl(0x5EED_0003, 2_000)),
+        ("tests.rs", rust_mod_tests(0x5EED_0004, 2_000)),
     ];
     for (path, text) in &files {
         if let Err(e) = std::fs::write(dir.path().join(path), text) {
@@ -315,15 +376,16 @@ fn guard(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("syntax");
     for (path, text) in &files {
-        let lang = if path.ends_with(".py") {
-            "python"
-        } else {
-            "rust"
+        let name = match *path {
+            "big.py" => "python_10k_lines",
+            "big.rs" => "rust_10k_lines",
+            "impl.rs" => "rust_method_in_2k_line_impl",
+            _ => "rust_fn_in_2k_line_mod_tests",
         };
         let patch = parse(&middle_edit(path, text, false).2);
-        for (name, policy) in [("guard", SyntaxPolicy::Reject), ("off", SyntaxPolicy::Off)] {
+        for (policy_name, policy) in [("guard", SyntaxPolicy::Reject), ("off", SyntaxPolicy::Off)] {
             let opts = options(policy);
-            g.bench_function(format!("{lang}_10k_lines/{name}"), |b| {
+            g.bench_function(format!("{name}/{policy_name}"), |b| {
                 b.iter(|| plan(black_box(&ws), black_box(&patch), &opts))
             });
         }

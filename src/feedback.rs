@@ -937,6 +937,18 @@ pub fn parse_error(e: &ParseError, format: Option<&str>) -> String {
         ParseError::BadHunkHeader { line } => format!(
             "Line {line} starts a hunk but its header cannot be read: write `@@ -OLD_START,OLD_COUNT +NEW_START,NEW_COUNT @@` (or `@@ @@` without numbers). Nothing was applied."
         ),
+        ParseError::TruncatedHunk {
+            line,
+            stated_old,
+            stated_new,
+            read_old,
+            read_new,
+        } => format!(
+            "The hunk at line {line} counts {stated_old} old and {stated_new} new lines in its header, but the input ends after {read_old} old and {read_new} new lines of it: the diff looks cut off. Send the whole diff again. Nothing was applied."
+        ),
+        ParseError::TruncatedChunk { line } => format!(
+            "The patch has no `*** End Patch` line and ends inside the chunk at line {line}, which stops before its change is complete (it changes nothing, or ends on a removed line): the patch looks cut off. Send the whole patch again. Nothing was applied."
+        ),
         ParseError::EmptyHunk { line } => format!(
             "The hunk at line {line} has no lines: each hunk needs its context (` `), removed (`-`) and added (`+`) lines. Nothing was applied."
         ),

@@ -1063,7 +1063,11 @@ fn not_found(doc: &Document, needle: &[&str], opts: &MatchOptions) -> MatchError
 /// `region`: no window elsewhere beats the best window overlapping it by the
 /// fuzzy tier's dominance margin (windows scored as the fuzzy tier scores
 /// them, within the same work budget; windows near `region` are always among
-/// those scored). A place elsewhere must lead clearly, as a fuzzy match must.
+/// those scored). A place elsewhere must lead clearly, as a fuzzy match must
+/// — unless it is a window the fuzzy tier would accept and no window at
+/// `region` is more similar: then the old text fits elsewhere at least as
+/// well, and the new text at `region` proves nothing (the approximate step
+/// decides, or finds the place ambiguous).
 ///
 /// "The edit is already applied" means the new text sits where the old text
 /// would have matched. When the old text is closer to somewhere else (a
@@ -1089,17 +1093,31 @@ pub(crate) fn best_place_is<S: AsRef<str>>(
         return true;
     }
     let (scores, _) = score_windows(&mut scorer, Some(region.start), windows, opts);
-    let (mut inside, mut outside) = (None::<f64>, None::<f64>);
+    let passes = |sc: &Score| {
+        pin.chars() >= opts.fuzzy_min_chars
+            && sc.similarity >= opts.fuzzy_threshold
+            && (sc.interior >= opts.fuzzy_interior_threshold
+                || sc.interior_edits <= opts.fuzzy_interior_edits)
+    };
+    let (mut inside, mut outside, mut outside_fit) = (None::<f64>, None::<f64>, None::<f64>);
     for sc in scores {
         let span = hay.nb[sc.start]..hay.nb[sc.start + m - 1] + 1;
         let slot = if span.start < region.end && region.start < span.end {
             &mut inside
         } else {
+            if passes(&sc) {
+                outside_fit = Some(outside_fit.map_or(sc.similarity, |b| b.max(sc.similarity)));
+            }
             &mut outside
         };
         *slot = Some(slot.map_or(sc.similarity, |b| b.max(sc.similarity)));
     }
     match (inside, outside) {
+        // A window elsewhere the approximate step would take, at least as
+        // similar as any at `region`: the old text fits there (a twin of
+        // the block with the quote's typo), so the new text at `region`
+        // is not shown to be this edit's — whatever the margin.
+        (Some(i), Some(_)) if outside_fit.is_some_and(|f| f >= i) => false,
         (Some(i), Some(o)) => o - i < opts.fuzzy_margin,
         (Some(_), None) => true,
         (None, _) => false,

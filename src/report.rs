@@ -613,6 +613,31 @@ pub enum ParseError {
         /// The line.
         line: usize,
     },
+    /// A unified diff's last hunk that ends, at the end of the input, short
+    /// of the lines its header counts, in a way wrong counts do not explain:
+    /// the reply was cut off mid-hunk.
+    #[error(
+        "line {line}: hunk cut off ({read_old}/{stated_old} old, {read_new}/{stated_new} new lines)"
+    )]
+    TruncatedHunk {
+        /// Line of the hunk header.
+        line: usize,
+        /// Old lines the header counts.
+        stated_old: usize,
+        /// New lines the header counts.
+        stated_new: usize,
+        /// Old lines the body holds.
+        read_old: usize,
+        /// New lines the body holds.
+        read_new: usize,
+    },
+    /// An apply_patch envelope without `*** End Patch` whose input ends in a
+    /// chunk that changes nothing or ends on a removed line: cut off.
+    #[error("line {line}: chunk cut off at the end of the input")]
+    TruncatedChunk {
+        /// Line where the chunk starts.
+        line: usize,
+    },
     /// A hunk with no body.
     #[error("line {line}: empty hunk")]
     EmptyHunk {

@@ -1105,6 +1105,362 @@ mod bench_tests {
     }
 }
 
+// ---------------------------------------------------------------------------
+// The benchmark's generated tasks (`mutate:DIR[:N]`): the bug report a
+// mutated file's task gives the model, and the generation's figures.
+
+#[cfg(feature = "syntax")]
+use super::bench::mutate::{FlagUse, Place, SkippedFiles, Stats, Step, Symptom};
+
+/// A generated task's instruction: a bug report naming the file, the
+/// function and the symptom, never the line or the change.
+#[cfg(feature = "syntax")]
+pub(crate) fn bench_mutate_instruction(file: &str, place: &Place, symptom: &Symptom) -> String {
+    let s = match place {
+        Place::Function(name) => format!("`{name}`"),
+        Place::Item(name) => format!("the value of `{name}`"),
+        Place::TopLevel => "the code at the file's top level".to_owned(),
+    };
+    let pair = |l: &Option<String>, r: &Option<String>| match (l, r) {
+        (Some(l), Some(r)) => Some((l.clone(), r.clone())),
+        _ => None,
+    };
+    let report = match symptom {
+        Symptom::Boundary {
+            left,
+            right,
+            holds_when_equal,
+        } => {
+            let (holds, should) = if *holds_when_equal {
+                ("holds", "it should not")
+            } else {
+                ("does not hold", "it should")
+            };
+            match pair(left, right) {
+                Some((l, r)) => format!(
+                    "{s} is off at a boundary: when `{l}` is exactly `{r}`, its comparison of the two {holds}, and at that point {should}."
+                ),
+                None => format!(
+                    "{s} is off at a boundary: when the two sides of one of its comparisons are equal, the comparison {holds}, and at that point {should}."
+                ),
+            }
+        }
+        Symptom::Equality {
+            left,
+            right,
+            acts_when_equal,
+        } => match pair(left, right) {
+            Some((l, r)) if *acts_when_equal => format!(
+                "{s} has a test the wrong way round: it acts when `{l}` equals `{r}`, and it should act when they differ."
+            ),
+            Some((l, r)) => format!(
+                "{s} has a test the wrong way round: it acts when `{l}` differs from `{r}`, and it should act when they are equal."
+            ),
+            None => format!(
+                "{s} has a test the wrong way round: one of its equality checks gives the opposite answer."
+            ),
+        },
+        Symptom::OffByOne { too_high } => format!(
+            "{s} is off by one: a number in it is one too {}.",
+            if *too_high { "high" } else { "low" }
+        ),
+        Symptom::Boolean { feeds } => match feeds {
+            FlagUse::Argument(callee) => format!(
+                "{s} passes the wrong flag to `{callee}`: a true/false value there is inverted."
+            ),
+            FlagUse::Assigned(target) => {
+                format!("{s} sets `{target}` to the opposite of the true/false value it should.")
+            }
+            FlagUse::Returned => {
+                format!("{s} returns the opposite true/false value in one of its cases.")
+            }
+            FlagUse::Other => format!("{s} has one true/false value inverted."),
+        },
+        Symptom::Guard { condition } => match condition {
+            Some(c) => format!(
+                "{s} no longer stops early when `{c}`: it carries on in that case as if nothing were wrong."
+            ),
+            None => format!(
+                "{s} no longer stops early in a case where it must: the check that ended it there is missing."
+            ),
+        },
+        Symptom::SwapArgs { callee } => {
+            format!("{s} calls `{callee}` with two of its arguments in the wrong order.")
+        }
+        Symptom::SwapBranches { condition } => match condition {
+            Some(c) => format!(
+                "{s} does the opposite of what it should depending on `{c}`: what it does when that holds belongs to when it does not, and the other way round."
+            ),
+            None => format!(
+                "{s} has the two branches of one of its `if`s the wrong way round: each does the other's work."
+            ),
+        },
+        Symptom::Deleted { step } => match step {
+            Step::Call(callee) => {
+                format!("{s} skips a step: a call to `{callee}` that it needs is missing.")
+            }
+            Step::Update(target) => {
+                format!("{s} skips a step: it no longer updates `{target}` where it must.")
+            }
+            Step::Other => format!("{s} skips a step that it needs."),
+        },
+        Symptom::Rename { used, meant } => {
+            format!("{s} uses `{used}` in one place where it means `{meant}`.")
+        }
+    };
+    format!("Bug report: in `{file}`, {report}\n\nFix the bug in `{file}`; change nothing else.")
+}
+
+/// The source files a tree held but the generator left out, as a clause
+/// (empty when none).
+#[cfg(feature = "syntax")]
+fn bench_mutate_skipped(s: &SkippedFiles) -> String {
+    let parts: Vec<String> = [
+        (s.large, "larger than 256 KiB"),
+        (s.not_utf8, "not UTF-8"),
+        (s.unparsable, "with syntax errors"),
+        (s.unreadable, "not regular files or unreadable"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, why)| format!("{n} {why}"))
+    .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("; source files left out: {}", parts.join(", "))
+    }
+}
+
+/// A tree with nothing to mutate.
+#[cfg(feature = "syntax")]
+pub(crate) fn bench_mutate_no_sources(skipped: &SkippedFiles) -> String {
+    format!(
+        "no Python (.py) or Rust (.rs) file to mutate (hidden, target/, node_modules/ and vendored directories are not searched){}",
+        bench_mutate_skipped(skipped)
+    )
+}
+
+/// What a generation made, for the person (one line).
+#[cfg(feature = "syntax")]
+pub fn bench_mutate_generated(spec: &str, asked: usize, stats: &Stats) -> String {
+    let made: usize = stats.per_operator.values().sum();
+    let r = &stats.rejected;
+    let mut line = format!(
+        "{spec}: {made} tasks from {} files ({} sites; rejected {} unchanged, {} unparsable, {} ambiguous, {} duplicate{})",
+        stats.files,
+        stats.sites,
+        r.unchanged,
+        r.unparsable,
+        r.ambiguous,
+        r.duplicate,
+        bench_mutate_skipped(&stats.skipped)
+    );
+    if made < asked {
+        let _ = write!(
+            line,
+            "; fewer than the {asked} asked for: the tree has no more valid sites"
+        );
+    }
+    line
+}
+
+#[cfg(all(test, feature = "syntax"))]
+mod bench_mutate_tests {
+    //! The generated tasks' words, every symptom once.
+
+    use std::fmt::Write as _;
+
+    use super::super::bench::mutate::{
+        FlagUse, Operator, Place, Rejected, SkippedFiles, Stats, Step, Symptom,
+    };
+    use super::{bench_mutate_generated, bench_mutate_instruction, bench_mutate_no_sources};
+
+    #[test]
+    fn bench_mutate_words() {
+        let mut out = String::new();
+        let q = |s: &str| Some(s.to_owned());
+        let f = Place::Function("Header::parse".into());
+        let cases: Vec<(&str, Place, Symptom)> = vec![
+            (
+                "boundary, holds",
+                f.clone(),
+                Symptom::Boundary {
+                    left: q("len"),
+                    right: q("limit"),
+                    holds_when_equal: true,
+                },
+            ),
+            (
+                "boundary, no longer holds, long sides",
+                f.clone(),
+                Symptom::Boundary {
+                    left: None,
+                    right: q("limit"),
+                    holds_when_equal: false,
+                },
+            ),
+            (
+                "equality, acts when equal",
+                f.clone(),
+                Symptom::Equality {
+                    left: q("kind"),
+                    right: q("Kind::Eof"),
+                    acts_when_equal: true,
+                },
+            ),
+            (
+                "equality, acts when different",
+                f.clone(),
+                Symptom::Equality {
+                    left: q("a"),
+                    right: q("b"),
+                    acts_when_equal: false,
+                },
+            ),
+            (
+                "equality, long sides",
+                f.clone(),
+                Symptom::Equality {
+                    left: None,
+                    right: None,
+                    acts_when_equal: false,
+                },
+            ),
+            (
+                "off by one, item",
+                Place::Item("MAX_DEPTH".into()),
+                Symptom::OffByOne { too_high: true },
+            ),
+            (
+                "off by one, top level",
+                Place::TopLevel,
+                Symptom::OffByOne { too_high: false },
+            ),
+            (
+                "boolean, argument",
+                f.clone(),
+                Symptom::Boolean {
+                    feeds: FlagUse::Argument("open".into()),
+                },
+            ),
+            (
+                "boolean, assigned",
+                f.clone(),
+                Symptom::Boolean {
+                    feeds: FlagUse::Assigned("self.done".into()),
+                },
+            ),
+            (
+                "boolean, returned",
+                f.clone(),
+                Symptom::Boolean {
+                    feeds: FlagUse::Returned,
+                },
+            ),
+            (
+                "boolean, other",
+                f.clone(),
+                Symptom::Boolean {
+                    feeds: FlagUse::Other,
+                },
+            ),
+            (
+                "guard",
+                f.clone(),
+                Symptom::Guard {
+                    condition: q("x is None"),
+                },
+            ),
+            ("guard, long", f.clone(), Symptom::Guard { condition: None }),
+            (
+                "swap args",
+                f.clone(),
+                Symptom::SwapArgs {
+                    callee: "copy".into(),
+                },
+            ),
+            (
+                "swap branches",
+                f.clone(),
+                Symptom::SwapBranches {
+                    condition: q("self.strict"),
+                },
+            ),
+            (
+                "swap branches, long",
+                f.clone(),
+                Symptom::SwapBranches { condition: None },
+            ),
+            (
+                "deleted call",
+                f.clone(),
+                Symptom::Deleted {
+                    step: Step::Call("flush".into()),
+                },
+            ),
+            (
+                "deleted update",
+                f.clone(),
+                Symptom::Deleted {
+                    step: Step::Update("count".into()),
+                },
+            ),
+            (
+                "deleted other",
+                f.clone(),
+                Symptom::Deleted { step: Step::Other },
+            ),
+            (
+                "rename",
+                f,
+                Symptom::Rename {
+                    used: "lo".into(),
+                    meant: "hi".into(),
+                },
+            ),
+        ];
+        for (title, place, symptom) in &cases {
+            let _ = write!(
+                out,
+                "=== {title} ===\n{}\n\n",
+                bench_mutate_instruction("src/header.rs", place, symptom)
+            );
+        }
+        let skipped = SkippedFiles {
+            large: 1,
+            not_utf8: 0,
+            unparsable: 2,
+            unreadable: 0,
+        };
+        let _ = write!(
+            out,
+            "=== bench_mutate_no_sources ===\n{}\n\n=== bench_mutate_no_sources (none skipped) ===\n{}\n\n",
+            bench_mutate_no_sources(&skipped),
+            bench_mutate_no_sources(&SkippedFiles::default())
+        );
+        let stats = Stats {
+            files: 12,
+            skipped,
+            sites: 840,
+            rejected: Rejected {
+                unchanged: 3,
+                unparsable: 1,
+                ambiguous: 7,
+                duplicate: 0,
+            },
+            per_operator: [(Operator::Comparison, 2), (Operator::Guard, 1)].into(),
+        };
+        let _ = write!(
+            out,
+            "=== bench_mutate_generated ===\n{}\n\n=== bench_mutate_generated (fewer) ===\n{}\n",
+            bench_mutate_generated("mutate:src", 3, &stats),
+            bench_mutate_generated("mutate:src:10", 10, &stats)
+        );
+        insta::assert_snapshot!(out);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     //! Every message rendered at least once, with representative inputs: a

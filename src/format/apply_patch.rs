@@ -348,6 +348,23 @@ fn parse_envelope(input: &str, lines: &[&str], from: usize) -> Result<Envelope, 
                 i += 1;
             }
             trim_blank_tail(&mut current, &mut bare);
+            // Cut off with the reply (apply-patch.md §1): no end marker, no
+            // fence or heredoc word closed the patch, the input ends in
+            // this chunk, and the chunk changes nothing or ends on a `-`
+            // line (what replaces it was cut).
+            let unfinished = !current
+                .lines
+                .iter()
+                .any(|l| !matches!(l, HunkLine::Context(_)))
+                || matches!(current.lines.last(), Some(HunkLine::Remove(_)));
+            // A section with no body line at all is the empty-hunk error.
+            let started = !current.lines.is_empty()
+                || (!current.anchors.is_empty() && chunks.iter().any(|c| !c.lines.is_empty()));
+            if end.is_none() && stop == lines.len() && i == body.len() && started && unfinished {
+                return Err(ParseError::TruncatedChunk {
+                    line: current.source_line,
+                });
+            }
             if !current.lines.is_empty() || !current.anchors.is_empty() {
                 chunks.push(current);
             }

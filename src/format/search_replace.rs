@@ -1286,7 +1286,36 @@ fn resolve_tool_fragment(
             candidates: fragment_candidates(&joined, &occ),
         }));
     }
+    if let [only] = occ.as_slice() {
+        if !want_all && dedented_line(&joined.text, only.clone(), old, new) {
+            return None;
+        }
+    }
     Some(Ok(resolve_fragment(doc, new, &occ, &joined)))
+}
+
+/// Whether a one-line `old_string` found inside its line is that whole line
+/// quoted without its indentation, under a several-line `new_string` written
+/// at the quote's indentation: only indentation stands before it, it runs to
+/// the line's end, and a later non-blank line of `new_string` does not start
+/// with that indentation. Substring semantics would indent only the first new
+/// line (the file's indentation stays before it) and leave the others
+/// dedented; the line tiers re-indent every new line by the quote's offset
+/// (search-replace.md §2, "Substring first").
+fn dedented_line(text: &str, occ: Range<usize>, old: &str, new: &str) -> bool {
+    let body = old.strip_suffix('\n').unwrap_or(old);
+    if body.contains('\n') || body.trim().is_empty() {
+        return false;
+    }
+    let head_at = text[..occ.start].rfind('\n').map_or(0, |i| i + 1);
+    let indent = &text[head_at..occ.start];
+    let to_end = old.ends_with('\n') || text[occ.end..].starts_with('\n') || occ.end == text.len();
+    if indent.is_empty() || !indent.chars().all(|c| c == ' ' || c == '\t') || !to_end {
+        return false;
+    }
+    new.lines()
+        .skip(1)
+        .any(|l| !l.trim().is_empty() && !l.starts_with(indent))
 }
 
 /// A SEARCH that stops short of its line's end by a tail of punctuation

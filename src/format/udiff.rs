@@ -517,6 +517,9 @@ fn parse_text(input: &str, opts: DiffOptions) -> Result<Patch, ParseError> {
                     return Err(ParseError::BadHunkLine { line: next + 1 });
                 }
             }
+            if let Some(e) = cut_off(&hunk, &header, &lines[next..]) {
+                return Err(e);
+            }
             let body = &raw[i + 1..next];
             hunk.crlf = body.iter().filter(|l| l.ends_with('\r')).count() * 2 > body.len();
             if hunk.lines.is_empty() {
@@ -584,6 +587,47 @@ fn parse_text(input: &str, opts: DiffOptions) -> Result<Patch, ParseError> {
         notes: Vec::new(),
     })
 }
+
+/// Whether a hunk was cut off with the reply (unified-diff.md §1.4): its
+/// header states both counts, its body holds fewer old or new lines, nothing
+/// but empty lines follows it (no hunk, file header, closing fence or prose:
+/// the input ends), and wrong counts do not explain the shortfall — the body
+/// changes nothing, or ends on a `-` line (what replaces it was cut), or
+/// closes with fewer context lines than it opened with, or a side is more
+/// than [`USUAL_MISCOUNT`] lines short. Counts off by one or two on a hunk
+/// that is whole are recounted, as before.
+fn cut_off(hunk: &Hunk, header: &Hunk, rest: &[&str]) -> Option<ParseError> {
+    let (Some((_, Some(oc))), Some((_, Some(nc)))) = (header.old, header.new) else {
+        return None;
+    };
+    let (ro, rn) = (hunk.old_lines().len(), hunk.new_lines().len());
+    // A hunk with no line at all is the empty-hunk error, whatever its counts.
+    if hunk.lines.is_empty() || (ro >= oc && rn >= nc) || rest.iter().any(|l| !l.is_empty()) {
+        return None;
+    }
+    let changes = hunk
+        .lines
+        .iter()
+        .any(|l| matches!(l, HunkLine::Add(_) | HunkLine::Remove(_)));
+    let ends_removing = matches!(hunk.lines.last(), Some(HunkLine::Remove(_)));
+    let far = oc.saturating_sub(ro) > USUAL_MISCOUNT || nc.saturating_sub(rn) > USUAL_MISCOUNT;
+    // A whole hunk closes with as much context as it opened with; one whose
+    // trailing context stops short of its leading context lost its end.
+    let is_context = |l: &&HunkLine| matches!(l, HunkLine::Context(_));
+    let leading = hunk.lines.iter().take_while(is_context).count();
+    let trailing = hunk.lines.iter().rev().take_while(is_context).count();
+    let cut_context = changes && trailing < leading;
+    (!changes || ends_removing || far || cut_context).then_some(ParseError::TruncatedHunk {
+        line: hunk.source_line,
+        stated_old: oc,
+        stated_new: nc,
+        read_old: ro,
+        read_new: rn,
+    })
+}
+
+/// How many lines a model's `@@` count is off by when the hunk is whole.
+const USUAL_MISCOUNT: usize = 2;
 
 /// Strips `n` leading components.
 fn strip(path: &str, n: usize) -> String {

@@ -539,3 +539,16 @@ fn locate_anchor_passed_over() {
         message_in(&[("app.py", file)], patch)
     );
 }
+
+/// A reply cut off mid-hunk (issue 10, `sim:truncated`): the words for a
+/// unified diff's hunk that ends short of its counts and for an apply_patch
+/// chunk cut without its end marker, each from a real parse.
+#[test]
+fn cut_off_hunk_and_chunk() {
+    let diff = "--- a/app.py\n+++ b/app.py\n@@ -1,7 +1,7 @@\n def create_user(name):\n-    record = build(name)\n";
+    let e = Format::UnifiedDiff.parse(diff).unwrap_err();
+    insta::assert_snapshot!("udiff_hunk_cut_off", feedback::parse_error(&e, None));
+    let patch = "*** Begin Patch\n*** Update File: app.py\n@@\n def create_user(name):\n-    record = build(name)\n";
+    let e = Format::ApplyPatch.parse(patch).unwrap_err();
+    insta::assert_snapshot!("apply_patch_chunk_cut_off", feedback::parse_error(&e, None));
+}

@@ -14,6 +14,8 @@ mod agent_run;
 mod bench;
 #[cfg(feature = "agent")]
 mod bench_limits;
+#[cfg(all(feature = "agent", feature = "syntax"))]
+mod bench_mutate;
 #[cfg(feature = "agent")]
 mod bench_report;
 #[cfg(feature = "agent")]

@@ -163,7 +163,7 @@ pub enum Claim {
 /// pair by the integration tests (`bench_sim`), through the loopback
 /// server, the provider, the loop and the engine.
 pub fn claim(mistake: Mistake, format: Format, mode: Mode) -> Claim {
-    use Format::{ApplyPatch, Hashline, SearchReplace, UnifiedDiff, Whole};
+    use Format::{Hashline, SearchReplace, UnifiedDiff, Whole};
     if !mistake.exists_in(format) {
         return Claim::Perfect;
     }
@@ -190,10 +190,10 @@ pub fn claim(mistake: Mistake, format: Format, mode: Mode) -> Claim {
         // Cut mid-JSON, a tool call cannot be read; in text, what the cut
         // leaves depends on the format: an unclosed block or fence is a
         // parse error, a hashline header with no directive reads as no
-        // edit at all, and a diff cut inside its hunk applies what it has
-        // (the hunk is recounted from the lines present): a wrong result.
+        // edit at all, and a diff or patch cut inside its hunk is refused
+        // as cut off (unified-diff.md §1.4, apply-patch.md §1.3; before
+        // issue 10 it was recounted and applied: a wrong result).
         (Mistake::Truncated, _) if mode == Mode::Tool => Claim::Fails(FailureKind::Parse),
-        (Mistake::Truncated, UnifiedDiff | ApplyPatch) => Claim::Fails(FailureKind::WrongResult),
         (Mistake::Truncated, Hashline) => Claim::Fails(FailureKind::NoEdit),
         (Mistake::Truncated, _) => Claim::Fails(FailureKind::Parse),
         (Mistake::AmbiguousQuote, _) => Claim::Fails(FailureKind::Ambiguous),

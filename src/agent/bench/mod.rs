@@ -21,6 +21,8 @@
 //! - `recommend`: writing the choice into a models.toml, comments kept.
 //! - `limits`: per-provider requests per minute and in flight, shared by
 //!   every job of one provider (the provider's gate).
+//! - `mutate` (feature `syntax`): bug-fix tasks generated from a source tree
+//!   (`mutate:DIR[:N]`), one seeded mutation of one file each.
 //!
 //! Owns: the benchmark's data ([`Record`], one line of `results.jsonl`, shared
 //! by the runner and the report) and its run. Does not own: resolving
@@ -32,6 +34,8 @@
 //! with the same results file does it again and nothing twice.
 
 pub mod mistakes;
+#[cfg(feature = "syntax")]
+pub mod mutate;
 pub mod replay;
 pub mod runner;
 pub mod sim;

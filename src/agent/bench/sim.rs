@@ -226,7 +226,11 @@ struct Change {
 /// The files whose content differs between `before/` and the reference.
 fn changes(task: &Task) -> Result<Vec<Change>, RenderProblem> {
     let reference = task.reference().ok_or(RenderProblem::NoReference)?;
+    // The text as the model sees it: the read tool shows a file without its
+    // BOM (the engine keeps the BOM apart), so a perfect model never writes
+    // one; a whole-file content starting with U+FEFF would be a second BOM.
     let text = |path: &str, bytes: &[u8]| {
+        let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
         String::from_utf8(bytes.to_vec()).map_err(|_| RenderProblem::NotText {
             path: path.to_owned(),
         })

@@ -36,7 +36,8 @@ pub enum Source {
     ReactEdit(PathBuf),
     /// EditEval jsonl (`instruction`, `input`, `output`, `test`).
     EditEval(PathBuf),
-    /// Mutations generated from a source tree (`mutate:DIR[:N]`): not built yet.
+    /// Mutations generated from a source tree (`mutate:DIR[:N]`; feature
+    /// `syntax`).
     Mutate(PathBuf, Option<usize>),
 }
 
@@ -165,6 +166,18 @@ pub enum TaskError {
         /// `mutate:`.
         kind: &'static str,
     },
+    /// A kind of source this build leaves out.
+    #[error("{kind} needs lancet built with the `{feature}` feature")]
+    NeedsFeature {
+        /// `mutate:`.
+        kind: &'static str,
+        /// The feature.
+        feature: &'static str,
+    },
+    /// A tree that gives no generated tasks.
+    #[cfg(feature = "syntax")]
+    #[error(transparent)]
+    Mutate(#[from] super::mutate::MutateError),
 }
 
 /// The tasks of one source (the first `limit`), and those skipped.
@@ -173,11 +186,37 @@ pub enum TaskError {
 ///
 /// [`TaskError`] when the source cannot be read or is malformed.
 pub fn load(source: &Source, limit: Option<usize>) -> Result<(Vec<Task>, Vec<Skipped>), TaskError> {
+    load_seeded(source, limit, 1)
+}
+
+/// [`load`], with the seed of generated tasks (`mutate:`).
+///
+/// # Errors
+///
+/// [`TaskError`] when the source cannot be read or is malformed, or is
+/// `mutate:` in a build without the `syntax` feature.
+pub fn load_seeded(
+    source: &Source,
+    limit: Option<usize>,
+    seed: u64,
+) -> Result<(Vec<Task>, Vec<Skipped>), TaskError> {
     let (mut tasks, skipped) = match source {
         Source::Dir(dir) => load_dir(dir, &source.label())?,
         Source::ReactEdit(dir) => (load_react_edit(dir)?, Vec::new()),
         Source::EditEval(file) => load_editeval(file)?,
-        Source::Mutate(..) => return Err(TaskError::NotBuilt { kind: "mutate:" }),
+        #[cfg(feature = "syntax")]
+        Source::Mutate(dir, n) => (
+            super::mutate::generate(dir, n.unwrap_or(super::mutate::DEFAULT_COUNT), seed)?.tasks,
+            Vec::new(),
+        ),
+        #[cfg(not(feature = "syntax"))]
+        Source::Mutate(..) => {
+            let _ = seed;
+            return Err(TaskError::NeedsFeature {
+                kind: "mutate:",
+                feature: "syntax",
+            });
+        }
     };
     if let Some(n) = limit {
         tasks.truncate(n);
@@ -450,6 +489,25 @@ mod tests {
             Source::Mutate("src".into(), None)
         );
         assert_eq!(Source::parse("tasks"), Source::Dir("tasks".into()));
+    }
+
+    /// Without the grammars there is nothing to mutate with: a clear error,
+    /// not an empty task list.
+    #[cfg(not(feature = "syntax"))]
+    #[test]
+    fn mutate_needs_the_syntax_feature() {
+        let err = load(&Source::parse("mutate:src:3"), None).unwrap_err();
+        assert!(matches!(
+            err,
+            TaskError::NeedsFeature {
+                kind: "mutate:",
+                feature: "syntax"
+            }
+        ));
+        assert_eq!(
+            err.to_string(),
+            "mutate: needs lancet built with the `syntax` feature"
+        );
     }
 
     #[test]

@@ -7,10 +7,10 @@
 //! into a models.toml. `bench report DIR...` merges results directories and
 //! writes the same reports.
 //!
-//! Flags of the contract that are not built yet (`mutate:`, unknown
-//! `sim:` profiles) are usage errors that say so, never ignored. Each
-//! job's transcript goes to `<out>/transcripts/`, which `replay:<out>`
-//! answers from.
+//! Flags of the contract that are not built yet (unknown `sim:` profiles,
+//! and `mutate:` in a build without the `syntax` feature) are usage errors
+//! that say so, never ignored. Each job's transcript goes to
+//! `<out>/transcripts/`, which `replay:<out>` answers from.
 //!
 //! On a terminal (stderr is one, and no `--json`) a progress bar is drawn
 //! on stderr — jobs done of all, passes, rate, time left, the last job —
@@ -256,12 +256,22 @@ pub(crate) fn bench(args: &BenchArgs) -> Result<Exit, Error> {
     let mut skipped = Vec::new();
     for spec in &args.tasks {
         let source = Source::parse(spec);
-        if let Source::Mutate(..) = source {
-            return Err(Error::BenchNotBuilt {
-                what: "mutate:".to_owned(),
-            });
+        #[cfg(feature = "syntax")]
+        if let Source::Mutate(dir, n) = &source {
+            // Generated here rather than through `task::load`, to say what
+            // the generation made and rejected.
+            let asked = n.unwrap_or(bench::mutate::DEFAULT_COUNT);
+            let generated =
+                bench::mutate::generate(dir, asked, args.seed).map_err(bench::TaskError::from)?;
+            eprintln!(
+                "{}",
+                bench::mutate::generated_line(spec, asked, &generated.stats)
+            );
+            let limit = args.limit.unwrap_or(usize::MAX);
+            tasks.extend(generated.tasks.into_iter().take(limit).map(Arc::new));
+            continue;
         }
-        let (t, s) = bench::task::load(&source, args.limit)?;
+        let (t, s) = bench::task::load_seeded(&source, args.limit, args.seed)?;
         tasks.extend(
             t.into_iter()
                 .filter(|t| shard.is_none_or(|s| s.holds(&t.id)))

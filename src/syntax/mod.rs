@@ -2,9 +2,20 @@
 //! before it reaches disk (feature `syntax`).
 //!
 //! Only errors the edit **introduced** count. The usual case is cheap: the
-//! top-level items around each change are parsed on their own, before and
-//! after; if all are clean the edit broke nothing. Otherwise both whole files are
-//! parsed (the new one incrementally, from the old tree moved through the
+//! smallest region around each change that parses on its own is parsed,
+//! before and after, and if all are clean the edit broke nothing. A region
+//! is a run of Rust statements in a block or of items in an `impl`/`trait`/
+//! `mod`/`extern` block, parsed in a one-line synthetic wrapper of that kind,
+//! or a run of Python statements at one indentation, parsed in
+//! `def __lancet_probe():`, which no `else`/`elif`/`except` can continue
+//! (slice.rs chooses it, innermost first); its boundaries are
+//! lines a lexical scan of both whole files (lex.rs) finds outside strings
+//! and comments, at the same bracket depth before and after. When no such
+//! region is clean before, the top-level items around the change are tried
+//! (they go first when they are tiny against the files, as parsing them
+//! then costs less than that scan);
+//! when one is clean before and not after, or nothing else is clean, both
+//! whole files are parsed (the new one incrementally, from the old tree moved through the
 //! edit with tree-sitter's `InputEdit`) and their innermost ERROR/MISSING
 //! nodes compared: the old errors' positions are mapped through a line diff,
 //! so an error that merely moved is matched to itself. A file that was
@@ -24,6 +35,9 @@
 //! and files over [`MAX_BYTES`] are not checked (the report says so). No
 //! tree-sitter type leaves this module.
 
+mod lex;
+mod slice;
+
 use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::LazyLock;
@@ -38,6 +52,14 @@ use crate::text::Document;
 /// an apply may take.
 pub(crate) const MAX_BYTES: usize = 2_000_000;
 
+/// Top-level slices are parsed before nested ones when their bytes, times
+/// this, are at most both files' (parsing costs about 200 ns a byte old and
+/// new together, the lexical scan about 1 ns a byte of each file).
+const TOP_FIRST: usize = 256;
+
+/// Above this many changed runs in a file the nested slices are not tried.
+const MAX_NESTED_CHANGES: usize = 64;
+
 /// One language: its extensions, grammar, and any check the grammar cannot
 /// make (tree-sitter's Python grammar accepts any indentation).
 struct Grammar {
@@ -49,6 +71,11 @@ struct Grammar {
     /// Whether an innermost ERROR node (given the source) is the grammar's
     /// gap, not the code's: a construct the compiler accepts.
     gap: fn(Node<'_>, &[u8]) -> bool,
+    /// The lexical scan of a whole file (see [`lex`]).
+    lex: fn(&str) -> Vec<lex::LineLex>,
+    /// The regions around a change that parse on their own, innermost first
+    /// (see [`slice`]).
+    slices: fn(&slice::Sides<'_>, &splice::DiffRun) -> Vec<slice::Slice>,
 }
 
 static PYTHON: LazyLock<Language> = LazyLock::new(|| tree_sitter_python::LANGUAGE.into());
@@ -62,6 +89,8 @@ static REGISTRY: &[Grammar] = &[
         extra: Some(python_indentation),
         starts_item: python_item,
         gap: |_, _| false,
+        lex: lex::python,
+        slices: slice::python,
     },
     Grammar {
         extensions: &["rs"],
@@ -69,6 +98,8 @@ static REGISTRY: &[Grammar] = &[
         extra: None,
         starts_item: rust_item,
         gap: rust_gap,
+        lex: lex::rust,
+        slices: slice::rust,
     },
 ];
 
@@ -90,10 +121,10 @@ fn grammar(path: &str) -> Option<&'static Grammar> {
 
 /// Checks the edit `before` → `after` of `path`; `before` is `None` for a new file.
 ///
-/// The usual case costs two small parses: the top-level items around the
-/// edit, before and after, are parsed on their own, and if both are clean the
-/// edit broke nothing. Otherwise both whole files are parsed and their errors
-/// compared (see [`new_issues`]).
+/// The usual case costs two small parses: the smallest region around the
+/// edit that parses on its own (see [`nested`]), before and after, and if
+/// both are clean the edit broke nothing. Otherwise both whole files are
+/// parsed and their errors compared (see [`new_issues`]).
 pub(crate) fn check(path: &str, before: Option<&Document>, after: &Document) -> Verdict {
     check_with(path, before, after, true)
 }
@@ -116,12 +147,39 @@ fn check_with(path: &str, before: Option<&Document>, after: &Document, fast: boo
         None => Vec::new(),
     };
     if let Some(b) = before.filter(|_| fast) {
-        let slices = around_edits(grammar.starts_item, b, after, &runs);
-        if !slices.is_empty()
-            && slices
-                .iter()
-                .all(|(old, new, local)| clean_pair(grammar, &mut parser, old, new, local))
-        {
+        let top = around_edits(grammar.starts_item, b, after, &runs);
+        let top_pair = |parser: &mut Parser| {
+            if top.is_empty() {
+                return Pair::OldBroken;
+            }
+            top.iter()
+                .map(|(old, new, local)| clean_pair(grammar, parser, old, new, local))
+                .find(|p| *p != Pair::Clean)
+                .unwrap_or(Pair::Clean)
+        };
+        // The nested slices need a lexical scan of both whole files, which
+        // costs about what parsing a 1/TOP_FIRST share of them does: top-level
+        // items smaller than that are parsed as they are, first.
+        let top_bytes: usize = top.iter().map(|(old, _, _)| old.text().len()).sum();
+        let small = !top.is_empty()
+            && top_bytes.saturating_mul(TOP_FIRST) <= b.text().len() + after.text().len();
+        let clean = if small {
+            match top_pair(&mut parser) {
+                Pair::Clean => true,
+                Pair::NewBroken => false,
+                Pair::OldBroken => matches!(
+                    nested(grammar, &mut parser, b, after, &runs),
+                    Fast::Clean(_)
+                ),
+            }
+        } else {
+            match nested(grammar, &mut parser, b, after, &runs) {
+                Fast::Clean(_) => true,
+                Fast::Broken => false,
+                Fast::Unknown => top_pair(&mut parser) == Pair::Clean,
+            }
+        };
+        if clean {
             return Verdict::Checked(Vec::new());
         }
     }
@@ -162,6 +220,96 @@ fn check_with(path: &str, before: Option<&Document>, after: &Document, fast: boo
             })
             .collect(),
     )
+}
+
+/// What the nested slices say about an edit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Fast {
+    /// Every change lies in a slice that parses clean before and after:
+    /// the slices' old and new line ranges.
+    Clean(Vec<(Range<usize>, Range<usize>)>),
+    /// A slice parsed clean before and not after: most likely the edit broke
+    /// it, which only the whole files can tell.
+    Broken,
+    /// No slice could be placed around some change, or none was clean before.
+    Unknown,
+}
+
+/// Whether `run` lies inside `slice`, on both sides.
+fn inside(slice: &slice::Slice, run: &splice::DiffRun) -> bool {
+    run.old.start >= slice.old.start
+        && run.old.end <= slice.old.end
+        && run.new.start >= slice.new.start
+        && run.new.end <= slice.new.end
+}
+
+/// The nested fast path: for each change, the regions [`slice`] offers,
+/// innermost first, each parsed in its wrapper before and after (the new one
+/// incrementally); the first clean pair covers every change inside it. A
+/// region may contain the regions already checked, never cut one.
+fn nested(
+    grammar: &Grammar,
+    parser: &mut Parser,
+    before: &Document,
+    after: &Document,
+    runs: &[splice::DiffRun],
+) -> Fast {
+    // Many scattered changes: the top-level slices or the whole files are
+    // as cheap, and the search per change stays bounded.
+    if runs.iter().filter(|r| !r.equal).count() > MAX_NESTED_CHANGES {
+        return Fast::Unknown;
+    }
+    let Some(sides) = slice::Sides::new(before, after, runs, grammar.lex) else {
+        return Fast::Unknown;
+    };
+    let mut done: Vec<slice::Slice> = Vec::new();
+    for run in runs.iter().filter(|r| !r.equal) {
+        if done.iter().any(|d| inside(d, run)) {
+            continue;
+        }
+        let mut placed = false;
+        for cand in (grammar.slices)(&sides, run) {
+            if !inside(&cand, run)
+                || done
+                    .iter()
+                    .any(|d| d.old.start < cand.old.start && cand.old.start < d.old.end)
+            {
+                continue;
+            }
+            // The changes inside, in the wrapped slice's lines (one wrapper
+            // line above).
+            let local: Vec<splice::DiffRun> = runs
+                .iter()
+                .filter(|r| !r.equal && inside(&cand, r))
+                .map(|r| splice::DiffRun {
+                    equal: false,
+                    old: r.old.start - cand.old.start + 1..r.old.end - cand.old.start + 1,
+                    new: r.new.start - cand.new.start + 1..r.new.end - cand.new.start + 1,
+                })
+                .collect();
+            let wrapped = |doc: &Document, r: &Range<usize>| {
+                Document::from_text(&cand.wrapper.wrap(&doc.text()[doc.byte_range(r.clone())]))
+            };
+            let (old, new) = (wrapped(before, &cand.old), wrapped(after, &cand.new));
+            match clean_pair(grammar, parser, &old, &new, &local) {
+                Pair::Clean => {
+                    done.retain(|d| d.old.start < cand.old.start);
+                    done.push(cand);
+                    placed = true;
+                    break;
+                }
+                Pair::OldBroken => {}
+                Pair::NewBroken => return Fast::Broken,
+            }
+        }
+        if !placed {
+            return Fast::Unknown;
+        }
+    }
+    if done.is_empty() {
+        return Fast::Unknown;
+    }
+    Fast::Clean(done.into_iter().map(|s| (s.old, s.new)).collect())
 }
 
 /// Which errors of the new text the edit introduced.
@@ -340,6 +488,17 @@ fn around_edits(
         .collect()
 }
 
+/// How a pair of slices parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pair {
+    /// Both clean.
+    Clean,
+    /// The old slice has errors (or did not parse): the slice was a bad guess.
+    OldBroken,
+    /// The old slice is clean and the new one is not.
+    NewBroken,
+}
+
 /// Whether the slices `old` and `new` (`new` is `old` changed by `runs`)
 /// both parse without errors and pass the language's extra check. `new` is
 /// parsed incrementally from `old`'s tree moved through the change, as the
@@ -350,19 +509,24 @@ fn clean_pair(
     old: &Document,
     new: &Document,
     runs: &[splice::DiffRun],
-) -> bool {
+) -> Pair {
     let Some(mut tree) = parser.parse(old.text(), None) else {
-        return false;
+        return Pair::OldBroken;
     };
     if !clean_tree(grammar, &tree, old) {
-        return false;
+        return Pair::OldBroken;
     }
     for e in input_edits(old, new, runs) {
         tree.edit(&e);
     }
-    parser
+    if parser
         .parse(new.text(), Some(&tree))
         .is_some_and(|t| clean_tree(grammar, &t, new))
+    {
+        Pair::Clean
+    } else {
+        Pair::NewBroken
+    }
 }
 
 /// Whether `tree` (of `doc`) has no errors and `doc` passes the language's extra check.
@@ -1040,6 +1204,431 @@ mod tests {
         "    x: u32,",
         "]",
         "// c",
+    ];
+
+    /// The slices the nested fast path parsed for an edit (`None`: it did
+    /// not settle the edit).
+    fn fast_slices(
+        path: &str,
+        before: &str,
+        after: &str,
+    ) -> Option<Vec<(Range<usize>, Range<usize>)>> {
+        let grammar = grammar(path)?;
+        let mut parser = Parser::new();
+        parser.set_language(grammar.language).ok()?;
+        let (before, after) = (Document::from_text(before), Document::from_text(after));
+        let runs = splice::doc_line_diff(&before, &after);
+        match nested(grammar, &mut parser, &before, &after, &runs) {
+            Fast::Clean(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    const RS_IMPL: &str = "pub struct S {\n    x: u32,\n}\n\nimpl S {\n    pub fn a(&self) -> u32 {\n        self.x\n    }\n\n    pub fn b(&self) -> u32 {\n        let y = self.x + 1;\n        let z = y * 2;\n        z + 1\n    }\n\n    pub fn c(&self) -> u32 {\n        3\n    }\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn one() {\n        let s = S { x: 1 };\n        assert_eq!(s.a(), 1);\n    }\n\n    #[test]\n    fn two() {\n        let s = S { x: 2 };\n        assert_eq!(s.b(), 7);\n    }\n}\n";
+
+    /// An edit inside a method of an impl, or inside a test function of
+    /// `mod tests`, is settled by parsing a few of that function's
+    /// statements (lines 10..13 are `fn b`'s body, 32..34 `fn two`'s), and
+    /// a change to a method's signature by parsing that method (lines
+    /// 9..15: `fn b` and the blank line after it): never the whole impl or
+    /// test module.
+    #[test]
+    fn the_slice_parsed_is_the_method_not_the_impl() {
+        let edit = |from: &str, to: &str| {
+            assert_eq!(RS_IMPL.matches(from).count(), 1, "{from}");
+            fast_slices("m.rs", RS_IMPL, &RS_IMPL.replace(from, to))
+        };
+        assert_eq!(edit("y * 2", "y * 3"), Some(vec![(11..12, 11..12)]));
+        assert_eq!(edit("z + 1", "z + 2"), Some(vec![(12..13, 12..13)]));
+        assert_eq!(
+            edit(
+                "        let z = y * 2;\n",
+                "        let z = y * 2;\n        let w = z;\n"
+            ),
+            Some(vec![(12..12, 12..13)])
+        );
+        assert_eq!(
+            edit("S { x: 2 }", "S { x: 3 }"),
+            Some(vec![(32..33, 32..33)])
+        );
+        assert_eq!(
+            edit("pub fn b(&self) -> u32", "pub fn b(&self, k: u32) -> u32"),
+            Some(vec![(9..15, 9..15)])
+        );
+        // Two changes in two methods: two slices.
+        let two = RS_IMPL
+            .replace("y * 2", "y * 4")
+            .replace("        3\n", "        4\n");
+        assert_eq!(
+            fast_slices("m.rs", RS_IMPL, &two),
+            Some(vec![(11..12, 11..12), (16..17, 16..17)])
+        );
+    }
+
+    const PY_CLASS: &str = "class A:\n    class B:\n        def m(self, x):\n            y = x + 1\n            if y:\n                return y\n            return 0\n\n    def n(self):\n        return 2\n";
+
+    /// Python: the statements around the change at their indentation,
+    /// in a `def` wrapper; a new block opener takes its compound statement.
+    #[test]
+    fn the_python_slice_is_the_innermost_statements() {
+        let edit = |from: &str, to: &str| {
+            assert_eq!(PY_CLASS.matches(from).count(), 1, "{from}");
+            fast_slices("a.py", PY_CLASS, &PY_CLASS.replace(from, to))
+        };
+        // The first statement of a body: the function is the slice.
+        assert_eq!(edit("x + 1", "x + 2"), Some(vec![(2..8, 2..8)]));
+        assert_eq!(edit("return y", "return -y"), Some(vec![(4..6, 4..6)]));
+        assert_eq!(edit("return 2", "return 3"), Some(vec![(8..10, 8..10)]));
+        // Dedenting out of the method is not a statement at its level.
+        assert_eq!(edit("            return 0", "return 0"), None);
+    }
+
+    /// Breakages that a slice parsed in the wrong context would let through:
+    /// an expression statement among items, a string or comment opened or
+    /// closed at a slice's edge, a clause cut from its statement.
+    #[test]
+    fn the_nested_slices_miss_nothing() {
+        for (from, to) in [
+            (
+                "    pub fn c(&self) -> u32 {\n",
+                "    c();\n    pub fn c(&self) -> u32 {\n",
+            ),
+            ("        let z = y * 2;\n", "        let z = y * 2\n"),
+            ("        let z = y * 2;\n", "        let z = \"y * 2;\n"),
+            ("        let z = y * 2;\n", "        let z = y * 2; /*\n"),
+            ("        let z = y * 2;\n", "        let z = r#\"y * 2;\n"),
+            ("        z + 1\n", "        z + 1;\n        }\n"),
+            (
+                "        let s = S { x: 2 };\n",
+                "        let s = S { x: 2 };\n    fn three() {\n",
+            ),
+        ] {
+            assert_eq!(RS_IMPL.matches(from).count(), 1, "{from}");
+            let after = RS_IMPL.replace(from, to);
+            assert!(!new_errors("m.rs", RS_IMPL, &after).is_empty(), "{after}");
+        }
+        for (from, to) in [
+            (
+                "            y = x + 1\n",
+                "            y = x + 1\n          z = 2\n",
+            ),
+            ("            y = x + 1\n", "            y = '''x + 1\n"),
+            (
+                "            y = x + 1\n",
+                "            else:\n                y = x + 1\n",
+            ),
+            ("            if y:\n", "            z = 1\n"),
+            (
+                "    def n(self):\n",
+                "    @decorator\n    def n(self):\n        pass\n    x = 1\n",
+            ),
+            // Found by the properties: a wrapper that is an `if` gave a stray
+            // `elif` a partner (its seed, and that of an `else` deeper than
+            // its `if`, are in proptest-regressions/syntax/mod.txt).
+            (
+                "\n    def n(self):\n",
+                "\n    elif x:\n        pass\n    def n(self):\n",
+            ),
+        ] {
+            assert_eq!(PY_CLASS.matches(from).count(), 1, "{from}");
+            let after = PY_CLASS.replace(from, to);
+            assert!(!new_errors("a.py", PY_CLASS, &after).is_empty(), "{after}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+        /// The fast path says "clean" only when the whole files agree, on
+        /// code that is hard to slice: strings and raw strings whose lines
+        /// look like code, nested block comments, character literals that
+        /// are brackets, impl/trait/mod/extern nesting, closures, match arms.
+        #[test]
+        fn the_fast_path_agrees_on_adversarial_rust(
+            edits in proptest::collection::vec((0usize..80, 0usize..64, proptest::bool::ANY), 1..4),
+        ) {
+            let mut lines: Vec<String> = RS_DEEP.lines().map(str::to_owned).collect();
+            for (at, pick, insert) in edits {
+                let at = at % lines.len();
+                let new = RS_DEEP_POOL[pick % RS_DEEP_POOL.len()].to_owned();
+                if insert { lines.insert(at, new) } else { lines[at] = new }
+            }
+            let after = Document::from_text(&(lines.join("\n") + "\n"));
+            let before = Document::from_text(RS_DEEP);
+            let fast = check_with("m.rs", Some(&before), &after, true);
+            let full = check_with("m.rs", Some(&before), &after, false);
+            let clean = |v: &Verdict| matches!(v, Verdict::Checked(i) if i.is_empty());
+            proptest::prop_assert!(
+                !clean(&fast) || clean(&full),
+                "fast path passed a breakage:\n{}\n{:?}", after.text(), full
+            );
+        }
+
+        /// The same for Python: nested classes, decorators, triple-quoted
+        /// strings with unindented lines, line continuations, brackets over
+        /// several lines, clauses.
+        #[test]
+        fn the_fast_path_agrees_on_adversarial_python(
+            edits in proptest::collection::vec((0usize..60, 0usize..64, proptest::bool::ANY), 1..4),
+        ) {
+            let mut lines: Vec<String> = PY_DEEP.lines().map(str::to_owned).collect();
+            for (at, pick, insert) in edits {
+                let at = at % lines.len();
+                let new = PY_DEEP_POOL[pick % PY_DEEP_POOL.len()].to_owned();
+                if insert { lines.insert(at, new) } else { lines[at] = new }
+            }
+            let after = Document::from_text(&(lines.join("\n") + "\n"));
+            let before = Document::from_text(PY_DEEP);
+            let fast = check_with("a.py", Some(&before), &after, true);
+            let full = check_with("a.py", Some(&before), &after, false);
+            let clean = |v: &Verdict| matches!(v, Verdict::Checked(i) if i.is_empty());
+            proptest::prop_assert!(
+                !clean(&fast) || clean(&full),
+                "fast path passed a breakage:\n{}\n{:?}", after.text(), full
+            );
+        }
+    }
+
+    const RS_DEEP: &str = r###"use std::fmt;
+
+/// Doc with a fake brace {.
+pub trait T {
+    fn t(&self) -> u32;
+    fn d(&self) -> u32 {
+        1
+    }
+}
+
+impl T for A {
+    fn t(&self) -> u32 {
+        let s = r##"
+    }
+fn fake() { "#
+"##;
+        let c = '{';
+        let l: &'static str = "}\
+            still";
+        /* outer /* inner } */
+        fn hidden() {
+        */
+        match self.x {
+            0 => 1,
+            n if n > 2 => {
+                let f = |y: u32| {
+                    y + 1
+                };
+                f(n)
+            }
+            _ => 2,
+        }
+    }
+}
+
+mod inner {
+    pub(crate) mod deeper {
+        pub fn g() -> Vec<u8> {
+            let v = vec![
+                1,
+                2,
+            ];
+            v
+        }
+    }
+
+    extern "C" {
+        fn abs(x: i32) -> i32;
+    }
+}
+
+fn free(a: u32) -> u32 {
+    let b = if a > 1 {
+        a
+    } else {
+        0
+    };
+    'outer: loop {
+        break 'outer b;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn t() {
+        let x = free(1);
+        assert_eq!(x, 1);
+    }
+}
+"###;
+    const RS_DEEP_POOL: &[&str] = &[
+        "",
+        "}",
+        "{",
+        "    }",
+        "        }",
+        "        let y = 2;",
+        "        y();",
+        "    w();",
+        "    let w = 1;",
+        "    fn c(&self) {}",
+        "        fn e() {",
+        "        r##\"",
+        "\"##;",
+        "\"#",
+        "    \"##;",
+        "/*",
+        "*/",
+        "    /* {",
+        "        */",
+        "        /* /* */",
+        "        let q = '\"';",
+        "        let q = '{';",
+        "        let q = '\\'';",
+        "    'a: loop {",
+        "            0 => 3,",
+        "            n => {",
+        "        let f = |z| {",
+        "        };",
+        "    } else {",
+        "    impl B {",
+        "    mod m {",
+        "    trait U {",
+        "    extern \"C\" {",
+        "        \"",
+        "        \";",
+        "        let s = \"a\\",
+        "        ]",
+        "        vec![",
+        "    where",
+        "    #[test]",
+        "    const D: u8 = 1;",
+        "        let v = match x {",
+        "            _ => 1,",
+        "        foo()",
+        "            .bar();",
+        "        x",
+        "        let b = b\"{\";",
+        "        let r = br#\"}\"#;",
+        "    unsafe {",
+        "        if a {",
+        "        } else if b {",
+        "    fn f(",
+        "    ) -> u32 {",
+        "        1 +",
+        "    let S { a } = s;",
+        "    S {",
+        "        a: 1,",
+        "    };",
+        "    // }",
+        "    /// doc {",
+        "    fn t(&self) -> u32 {",
+        "    pub fn g() -> Vec<u8> {",
+        "            v",
+        "    }}",
+    ];
+
+    const PY_DEEP: &str = r#"import os
+
+
+class A:
+    """Doc.
+
+unindented line in the docstring
+    def fake(self):
+"""
+
+    class B:
+        x = [
+            1,
+    2,
+        ]
+
+        @staticmethod
+        def b(y):
+            if y:
+                return (y +
+                        1)
+            elif y is None:
+                s = '''
+not code: (
+'''
+                return s
+            else:
+                t = 1 + \
+                    2
+                return t
+
+    @property
+    def a(self):
+        try:
+            return self.x
+        except KeyError:
+            pass
+        finally:
+            pass
+
+
+def f(z):
+    def g():
+        return r"\" ("
+    return g
+"#;
+    const PY_DEEP_POOL: &[&str] = &[
+        "",
+        "x = 1",
+        "    y = 2",
+        "        z = 3",
+        "            w = 4",
+        "                v = 5",
+        "def f():",
+        "    def g(self):",
+        "        def h():",
+        "            def i():",
+        "return (1",
+        "    )",
+        "                )",
+        "\"\"\"",
+        "    '''",
+        "'''",
+        "                '''",
+        "else:",
+        "    elif x:",
+        "            elif x:",
+        "        except E:",
+        "            else:",
+        "        finally:",
+        "@dec",
+        "    @dec",
+        "        @dec",
+        "]",
+        "        ]",
+        "class C:",
+        "    class D:",
+        "        pass",
+        "            pass",
+        "                pass",
+        "    s = 'a\\",
+        "        t = 1 + \\",
+        "            u = (1 +",
+        "\\",
+        "    #",
+        "        # (",
+        "        )",
+        "    x = [",
+        "    if x:",
+        "            if x:",
+        "            try:",
+        "\tx = 1",
+        "        s = r\"\\\"\"",
+        "        s = f'{x}'",
+        "not code",
+        "            return (y +",
+        "                        1)",
+        "                return s",
+        "    def a(self):",
+        "        x = [",
+        "            1,",
     ];
 
     #[test]

@@ -1,0 +1,493 @@
+//! The syntax guard's nested slices: for one change, the smallest regions
+//! around it that can be parsed on their own, innermost first, and the
+//! wrapper each is parsed in.
+//!
+//! Owns the choice of region: a run of Rust statements in a block (parsed in
+//! `fn __lancet_probe() {…}`), a run of items in an `impl`/`trait`/`mod`/
+//! `extern` block (parsed in `mod __lancet_probe {…}`, whose grammar rule is
+//! the same), a run of Python statements at one indentation (parsed under
+//! `def __lancet_probe():`, their bytes untouched: a wrapper no clause can
+//! continue, so an `else` cut from its `if` is an error there too). Does not parse (the caller does, old
+//! and new, and accepts a slice only when both are clean). Invariant: every
+//! boundary is a line outside any string or comment, at the same bracket
+//! depth in the old and the new file (from [`super::lex`]), between
+//! unchanged lines, and a statement or item boundary in both; a region the
+//! rules cannot place is simply not offered.
+
+use std::ops::Range;
+
+use super::lex::LineLex;
+use crate::splice::DiffRun;
+use crate::text::Document;
+
+/// How a slice is parsed on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Wrapper {
+    /// Rust statements, inside `fn __lancet_probe() {` … `}`.
+    Block,
+    /// Rust items of an `impl`/`trait`/`mod`/`extern` block, inside
+    /// `mod __lancet_probe {` … `}` (tree-sitter's `declaration_list`).
+    Items,
+    /// Python statements indented alike, in `def __lancet_probe():` (an
+    /// `if True:` would give a stray `elif` at the slice's level a partner).
+    Indented,
+}
+
+impl Wrapper {
+    /// The slice's text in its wrapper: one line before it, and for Rust one
+    /// line after it.
+    pub(super) fn wrap(self, slice: &str) -> String {
+        let (head, tail) = match self {
+            Wrapper::Block => ("fn __lancet_probe() {\n", "}\n"),
+            Wrapper::Items => ("mod __lancet_probe {\n", "}\n"),
+            Wrapper::Indented => ("def __lancet_probe():\n", ""),
+        };
+        let eol = if slice.is_empty() || slice.ends_with('\n') {
+            ""
+        } else {
+            "\n"
+        };
+        [head, slice, eol, tail].concat()
+    }
+}
+
+/// A region to parse: old lines, the new lines they became, the wrapper.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Slice {
+    pub(super) old: Range<usize>,
+    pub(super) new: Range<usize>,
+    pub(super) wrapper: Wrapper,
+}
+
+/// Both files, their lexical tables and the line diff between them.
+pub(super) struct Sides<'a> {
+    pub(super) before: &'a Document,
+    pub(super) after: &'a Document,
+    pub(super) old: Vec<LineLex>,
+    pub(super) new: Vec<LineLex>,
+    pub(super) runs: &'a [DiffRun],
+}
+
+impl<'a> Sides<'a> {
+    pub(super) fn new(
+        before: &'a Document,
+        after: &'a Document,
+        runs: &'a [DiffRun],
+        lex: fn(&str) -> Vec<LineLex>,
+    ) -> Option<Sides<'a>> {
+        let (old, new) = (lex(before.text()), lex(after.text()));
+        // The tables count lines as the documents do (or nothing is offered).
+        (old.len() == before.line_count() + 1 && new.len() == after.line_count() + 1).then_some(
+            Sides {
+                before,
+                after,
+                old,
+                new,
+                runs,
+            },
+        )
+    }
+
+    /// The new line of old line `i` if it is unchanged (the end of the file
+    /// maps to the end).
+    fn to_new(&self, i: usize) -> Option<usize> {
+        if i == self.before.line_count() {
+            return Some(self.after.line_count());
+        }
+        let k = self.runs.partition_point(|r| r.old.end <= i);
+        let r = self.runs.get(k)?;
+        (r.equal && r.old.contains(&i)).then(|| r.new.start + (i - r.old.start))
+    }
+
+    /// The new line where a slice starting at old line `s` starts: the line
+    /// before it must be unchanged (so the text before the slice is the same).
+    fn start_to_new(&self, s: usize) -> Option<usize> {
+        match s {
+            0 => Some(0),
+            _ => self.to_new(s - 1).map(|n| n + 1),
+        }
+    }
+}
+
+/// The last code byte on lines `floor..below`, scanning up (0: none).
+fn prev_code(lx: &[LineLex], below: usize, floor: usize) -> u8 {
+    (floor..below)
+        .rev()
+        .map(|j| lx[j].last)
+        .find(|&b| b != 0)
+        .unwrap_or(0)
+}
+
+/// Whether a line starts with `word` as a whole word.
+fn starts_word(text: &str, word: &str) -> bool {
+    text.strip_prefix(word)
+        .is_some_and(|r| !r.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+}
+
+/// A Rust line that can start an item (after an item that ended in `}`).
+fn item_like(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with(|c: char| c.is_alphabetic() || matches!(c, '#' | '_' | '/'))
+        && !["where", "else", "as"].iter().any(|w| starts_word(t, w))
+}
+
+/// A Rust line that starts a statement and cannot continue an expression
+/// (after a statement that ended in `}`, which may be one without `;`).
+fn stmt_like(line: &str) -> bool {
+    let t = line.trim_start();
+    ["let", "if", "for", "while", "loop", "match", "return"]
+        .iter()
+        .any(|w| starts_word(t, w))
+}
+
+/// What the `{` ending line `o` opens (depth `d` after it), from the header
+/// it ends; `None` when the line does not say for sure.
+fn classify(doc: &Document, lx: &[LineLex], o: usize, d: i32) -> Option<Wrapper> {
+    let text = doc.line(o).trim();
+    if !lx[o].code || text.matches('{').count() != 1 || !text.ends_with('{') {
+        return None;
+    }
+    let pre = text[..text.len() - 1].trim_end();
+    // A block in expression position: `= {`, `=> {`, `|x| {`, `move {`, ….
+    let tail_block = ["=", "=>", "|"].iter().any(|s| pre.ends_with(s))
+        || ["move", "loop", "unsafe", "else", "async", "const"]
+            .iter()
+            .any(|w| {
+                pre.strip_suffix(w).is_some_and(|p| {
+                    !p.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '\'')
+                })
+            });
+    let base = lx[o].depth;
+    let head = if base == d - 1 {
+        text
+    } else if base >= d && text.starts_with('}') {
+        // `} else {`: the header follows the closing braces.
+        text.trim_start_matches(|c: char| c == '}' || c.is_whitespace())
+    } else if base >= d {
+        // A header over several lines (`fn f(\n…\n) -> T {`): its first line.
+        let h = (0..o).rev().find(|&j| lx[j].depth < d)?;
+        let first = doc.line(h).trim();
+        if lx[h].depth != d - 1 || !lx[h].code || first.contains('{') {
+            return None;
+        }
+        first
+    } else {
+        return tail_block.then_some(Wrapper::Block);
+    };
+    let (word, foreign, qualified) = first_word(head);
+    match word {
+        "fn" | "if" | "else" | "while" | "for" | "loop" => Some(Wrapper::Block),
+        "impl" | "trait" | "mod" => Some(Wrapper::Items),
+        // `unsafe {`, `async {`, `extern "C" {`.
+        "" if qualified && head.ends_with('{') && first_word_rest(head) == "{" => {
+            Some(if foreign {
+                Wrapper::Items
+            } else {
+                Wrapper::Block
+            })
+        }
+        _ => tail_block.then_some(Wrapper::Block),
+    }
+}
+
+/// The qualifiers `pub`, `pub(…)`, `async`, `const`, `unsafe`, `default`,
+/// `extern "…"` stripped from a header.
+fn strip_qualifiers(head: &str) -> (&str, bool, bool) {
+    let mut rest = head.trim_start();
+    let (mut foreign, mut qualified) = (false, false);
+    loop {
+        if let Some(r) = rest.strip_prefix("pub(") {
+            match r.find(')') {
+                Some(k) => rest = r[k + 1..].trim_start(),
+                None => return (rest, foreign, qualified),
+            }
+            continue;
+        }
+        let Some(w) = ["pub", "async", "const", "unsafe", "default", "extern"]
+            .into_iter()
+            .find(|w| starts_word(rest, w))
+        else {
+            return (rest, foreign, qualified);
+        };
+        rest = rest[w.len()..].trim_start();
+        qualified = true;
+        if w == "extern" {
+            foreign = true;
+            if let Some(r) = rest.strip_prefix('"') {
+                match r.find('"') {
+                    Some(k) => rest = r[k + 1..].trim_start(),
+                    None => return (rest, foreign, qualified),
+                }
+            }
+        }
+    }
+}
+
+/// The header's first word after its qualifiers, whether `extern` was among
+/// them, and whether any was.
+fn first_word(head: &str) -> (&str, bool, bool) {
+    let (rest, foreign, qualified) = strip_qualifiers(head);
+    let end = rest
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    (&rest[..end], foreign, qualified)
+}
+
+/// What follows the qualifiers.
+fn first_word_rest(head: &str) -> &str {
+    strip_qualifiers(head).0
+}
+
+/// Whether every line of `range` stays at depth `d` or deeper.
+fn stays(lx: &[LineLex], range: Range<usize>, d: i32) -> bool {
+    lx[range].iter().all(|l| l.min >= d)
+}
+
+/// Rust: the runs of statements or items around `run`, innermost first (at
+/// most one per enclosing block whose kind the header says).
+pub(super) fn rust(s: &Sides<'_>, run: &DiffRun) -> Vec<Slice> {
+    let (ol, nl) = (&s.old, &s.new);
+    let low = |lx: &[LineLex], r: &Range<usize>| {
+        lx[r.clone()]
+            .iter()
+            .map(|l| l.min)
+            .chain([lx[r.start].depth, lx[r.end].depth])
+            .min()
+            .unwrap_or(0)
+    };
+    let deepest = low(ol, &run.old).min(low(nl, &run.new));
+    let (a, b) = (run.old.start, run.old.end);
+    let mut out = Vec::new();
+    let mut d = deepest;
+    while d >= 1 {
+        let level = d;
+        d -= 1;
+        // The line holding the `{` that opens this depth.
+        let Some(o) = (0..a).rev().find(|&j| ol[j].min < level) else {
+            continue;
+        };
+        let Some(on) = s.to_new(o) else {
+            continue;
+        };
+        if ol[o + 1].depth != level || ol[o].last != b'{' {
+            continue;
+        }
+        let Some(wrapper) = classify(s.before, ol, o, level) else {
+            continue;
+        };
+        let boundary_ok = |lx: &[LineLex], i: usize| lx[i].code && lx[i].depth == level;
+        let opens = |prev: u8, line: &str| match wrapper {
+            Wrapper::Items => matches!(prev, b';' | b'{') || (prev == b'}' && item_like(line)),
+            _ => matches!(prev, b';' | b'{') || (prev == b'}' && stmt_like(line)),
+        };
+        // The start: the nearest line above the change that starts a
+        // statement (an item) in both files.
+        let start = (o + 1..=a).rev().find_map(|st| {
+            let sn = s.start_to_new(st)?;
+            (st < s.before.line_count()
+                && sn < s.after.line_count()
+                && boundary_ok(ol, st)
+                && boundary_ok(nl, sn)
+                && opens(prev_code(ol, st, o), s.before.line(st))
+                && opens(prev_code(nl, sn, on), s.after.line(sn)))
+            .then_some((st, sn))
+        });
+        let Some((st, sn)) = start else {
+            continue;
+        };
+        // The end: the first unchanged line below it that starts a statement
+        // (an item) or closes the block, in both files.
+        let closes = |doc: &Document, i: usize| {
+            i < doc.line_count() && doc.line(i).trim_start().starts_with('}')
+        };
+        let ends = |lx: &[LineLex], doc: &Document, e: usize, from: usize| {
+            if !boundary_ok(lx, e) {
+                return false;
+            }
+            if closes(doc, e) {
+                return true;
+            }
+            let line = if e < doc.line_count() {
+                doc.line(e)
+            } else {
+                ""
+            };
+            match prev_code(lx, e, from) {
+                0 => true,
+                p => opens(p, line) && p != b'{',
+            }
+        };
+        let mut end = None;
+        for e in b..=s.before.line_count() {
+            if let Some(en) = s.to_new(e)
+                && ends(ol, s.before, e, st)
+                && ends(nl, s.after, en, sn)
+            {
+                end = Some((e, en));
+                break;
+            }
+            if ol[e].min < level {
+                break;
+            }
+        }
+        let Some((e, en)) = end else {
+            continue;
+        };
+        if stays(ol, st..e, level) && stays(nl, sn..en, level) {
+            out.push(Slice {
+                old: st..e,
+                new: sn..en,
+                wrapper,
+            });
+        }
+    }
+    out
+}
+
+/// Python: the leading whitespace of a line.
+fn indent(line: &str) -> &str {
+    &line[..line.len() - line.trim_start_matches([' ', '\t', '\u{c}']).len()]
+}
+
+/// A Python line that starts a logical line with code on it.
+fn logical(lx: &[LineLex], doc: &Document, i: usize) -> bool {
+    if i >= doc.line_count() || !lx[i].code || lx[i].cont {
+        return false;
+    }
+    let t = doc.line(i).trim_start();
+    !t.is_empty() && !t.starts_with('#')
+}
+
+/// A Python clause that continues the compound statement before it.
+fn clause(line: &str) -> bool {
+    let t = line.trim_start();
+    ["else", "elif", "except", "finally", "case"]
+        .iter()
+        .any(|w| starts_word(t, w))
+}
+
+/// Whether every clause (`else:`, `except …:`, …) among the logical lines
+/// of `range` follows, at its own indentation, a statement it can continue.
+/// tree-sitter's error recovery reads a misplaced clause differently in
+/// different surroundings, so a slice that has one is not offered.
+fn clauses_attach(lx: &[LineLex], doc: &Document, range: Range<usize>) -> bool {
+    let first = |i: usize| {
+        let t = doc.line(i).trim_start();
+        let t = t.strip_prefix("async ").map_or(t, str::trim_start);
+        let end = t
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(t.len());
+        &t[..end]
+    };
+    let lines: Vec<usize> = range.filter(|&i| logical(lx, doc, i)).collect();
+    lines.iter().enumerate().all(|(k, &i)| {
+        let partners: &[&str] = match first(i) {
+            "else" => &["if", "elif", "for", "while", "try", "except"],
+            "elif" => &["if", "elif"],
+            "except" => &["try", "except"],
+            "finally" => &["try", "except", "else"],
+            "case" => &["match", "case"],
+            _ => return true,
+        };
+        let width = indent(doc.line(i)).len();
+        lines[..k]
+            .iter()
+            .rev()
+            .find(|&&j| indent(doc.line(j)).len() <= width)
+            .is_some_and(|&j| {
+                indent(doc.line(j)) == indent(doc.line(i)) && partners.contains(&first(j))
+            })
+    })
+}
+
+/// Whether the logical line before line `i` is a decorator.
+fn decorated(lx: &[LineLex], doc: &Document, i: usize) -> bool {
+    (0..i)
+        .rev()
+        .find(|&j| logical(lx, doc, j))
+        .is_some_and(|j| doc.line(j).trim_start().starts_with('@'))
+}
+
+/// Whether every logical line of `range` is indented at least `by` (its
+/// indentation starts with those bytes).
+fn indented(lx: &[LineLex], doc: &Document, range: Range<usize>, by: &str) -> bool {
+    range
+        .filter(|&i| logical(lx, doc, i))
+        .all(|i| indent(doc.line(i)).starts_with(by))
+}
+
+/// Python: the runs of statements around `run` at each indentation that
+/// encloses it, innermost first; the top level is left to the caller.
+pub(super) fn python(s: &Sides<'_>, run: &DiffRun) -> Vec<Slice> {
+    let (ol, nl) = (&s.old, &s.new);
+    let (a, b) = (run.old.start, run.old.end);
+    let mut out: Vec<Slice> = Vec::new();
+    // The shallowest indentation between a candidate start and the change.
+    let mut floor = usize::MAX;
+    for st in (0..a).rev() {
+        if !logical(ol, s.before, st) {
+            continue;
+        }
+        let line = s.before.line(st);
+        let by = indent(line);
+        let width = by.len();
+        if width == 0 {
+            break;
+        }
+        let deeper = width > floor || out.last().is_some_and(|p| width >= p_width(s, p));
+        floor = floor.min(width);
+        if deeper || clause(line) {
+            continue;
+        }
+        let Some(sn) = s.to_new(st) else {
+            continue;
+        };
+        if !logical(nl, s.after, sn) || decorated(ol, s.before, st) || decorated(nl, s.after, sn) {
+            continue;
+        }
+        // The end: the first unchanged logical line after the change at
+        // this indentation or less.
+        let mut end = None;
+        for e in b..=s.before.line_count() {
+            if e < s.before.line_count() && !logical(ol, s.before, e) {
+                continue;
+            }
+            let at = if e < s.before.line_count() {
+                indent(s.before.line(e))
+            } else {
+                ""
+            };
+            if at.len() > width && at.starts_with(by) {
+                continue;
+            }
+            let Some(en) = s.to_new(e) else {
+                continue;
+            };
+            let ok = by.starts_with(at)
+                && !(at == by && clause(s.before.line(e)))
+                && (en == s.after.line_count() || logical(nl, s.after, en));
+            end = ok.then_some((e, en));
+            break;
+        }
+        let Some((e, en)) = end else {
+            continue;
+        };
+        if indented(ol, s.before, st..e, by)
+            && indented(nl, s.after, sn..en, by)
+            && clauses_attach(ol, s.before, st..e)
+            && clauses_attach(nl, s.after, sn..en)
+        {
+            out.push(Slice {
+                old: st..e,
+                new: sn..en,
+                wrapper: Wrapper::Indented,
+            });
+        }
+    }
+    out
+}
+
+/// The indentation width of a slice's first line.
+fn p_width(s: &Sides<'_>, p: &Slice) -> usize {
+    indent(s.before.line(p.old.start)).len()
+}
