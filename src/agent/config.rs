@@ -19,6 +19,7 @@
 //! with it.
 
 use std::collections::BTreeMap;
+use std::num::NonZeroU32;
 
 use serde::Deserialize;
 
@@ -57,6 +58,12 @@ pub struct Profile {
     pub max_retries: Option<u32>,
     /// The most bytes of text and tool arguments in one reply (default 4 MiB).
     pub max_reply_bytes: Option<u64>,
+    /// Requests per minute to this provider, shared by every job of a
+    /// `lancet bench` run (default: unlimited; 0 is refused).
+    pub rpm: Option<NonZeroU32>,
+    /// Requests in flight at once to this provider, shared the same way
+    /// (default: unlimited; 0 is refused).
+    pub max_concurrency: Option<NonZeroU32>,
 }
 
 /// Permission rules, as `tool(pattern)` strings.
@@ -209,6 +216,8 @@ impl Layer {
                     turn_timeout: p.turn_timeout.or(base.turn_timeout),
                     max_retries: p.max_retries.or(base.max_retries),
                     max_reply_bytes: p.max_reply_bytes.or(base.max_reply_bytes),
+                    rpm: p.rpm.or(base.rpm),
+                    max_concurrency: p.max_concurrency.or(base.max_concurrency),
                 },
             );
         }
@@ -243,8 +252,11 @@ impl Layer {
     /// Kept: `model`, `edit_format`, deny and ask rules, a `permission` no
     /// wider than the user's (read-only < ask < auto; a name that is not a
     /// mode is kept, so that it is reported as an error), `max_turns` and
-    /// `bash_timeout` no higher than the user's, `undo = true`. Dropped:
-    /// `provider`, `base_url`, `providers` (endpoints, keys, profiles), allow
+    /// `bash_timeout` no higher than the user's, `undo = true`, a profile's
+    /// `rpm` and `max_concurrency` lower than the user's (or where the
+    /// user's are unlimited) for a profile the user has. Dropped:
+    /// `provider`, `base_url`, every other key of `providers` (endpoints,
+    /// keys, profiles; a profile of the project's own naming), allow
     /// rules, a wider permission, higher limits, `trusted`, and `undo =
     /// false` where the user keeps the journal (a cloned repository must not
     /// switch off the way back from an apply).
@@ -302,7 +314,58 @@ impl Layer {
         drop(max_turns.is_some() && turns.is_none(), "max_turns");
         let timeout = at_most(bash_timeout, beneath.bash_timeout, built_in.bash_timeout);
         drop(bash_timeout.is_some() && timeout.is_none(), "bash_timeout");
-        drop(!providers.is_empty(), "providers");
+        // A profile's request limits may be lowered, for a profile the user
+        // has (a name the user never gave stays no profile); every other
+        // key of a profile needs trust.
+        let mut kept_providers = BTreeMap::new();
+        let mut dropped_profile_keys = false;
+        for (name, p) in providers {
+            let Profile {
+                wire,
+                base_url,
+                api_key_env,
+                model,
+                context_window,
+                idle_timeout,
+                turn_timeout,
+                max_retries,
+                max_reply_bytes,
+                rpm,
+                max_concurrency,
+            } = p;
+            let lower = |own: Option<NonZeroU32>, user: Option<NonZeroU32>| {
+                own.filter(|v| user.is_none_or(|u| *v < u))
+            };
+            let (rpm_kept, slots_kept) = match beneath.providers.get(&name) {
+                Some(user) => (
+                    lower(rpm, user.rpm),
+                    lower(max_concurrency, user.max_concurrency),
+                ),
+                None => (None, None),
+            };
+            dropped_profile_keys |= wire.is_some()
+                || base_url.is_some()
+                || api_key_env.is_some()
+                || model.is_some()
+                || context_window.is_some()
+                || idle_timeout.is_some()
+                || turn_timeout.is_some()
+                || max_retries.is_some()
+                || max_reply_bytes.is_some()
+                || rpm_kept != rpm
+                || slots_kept != max_concurrency;
+            if rpm_kept.is_some() || slots_kept.is_some() {
+                kept_providers.insert(
+                    name,
+                    Profile {
+                        rpm: rpm_kept,
+                        max_concurrency: slots_kept,
+                        ..Profile::default()
+                    },
+                );
+            }
+        }
+        drop(dropped_profile_keys, "providers");
         drop(!permissions.allow.is_empty(), "permissions.allow");
         drop(!trusted.is_empty(), "trusted");
         // The sandbox keys were already held to tightening only (the binary
@@ -345,7 +408,7 @@ impl Layer {
                 permission,
                 max_turns: max_turns.filter(|_| turns.is_some()),
                 bash_timeout: timeout,
-                providers: BTreeMap::new(),
+                providers: kept_providers,
                 permissions: Rules {
                     allow: Vec::new(),
                     ask: permissions.ask,
@@ -496,6 +559,50 @@ mod tests {
             .unwrap()
             .untrusted_project(&read_only);
         assert_eq!((p.layer.permission, p.ignored), (None, vec!["permission"]));
+    }
+
+    /// An untrusted project may lower a profile's request limits (or set
+    /// them where the user's are unlimited) for a profile the user has;
+    /// raising them, naming a profile of its own, or any other profile key
+    /// is dropped and named.
+    #[test]
+    fn an_untrusted_project_may_only_lower_request_limits() {
+        let user = defaults().merged(
+            Layer::parse(
+                "[providers.local]\nbase_url = \"http://127.0.0.1:1/v1\"\nrpm = 100\n",
+                "user",
+            )
+            .unwrap(),
+        );
+        let lower = Layer::parse(
+            "[providers.local]\nrpm = 10\nmax_concurrency = 2\n",
+            ".lancet.toml",
+        )
+        .unwrap();
+        let p = lower.untrusted_project(&user);
+        assert!(p.ignored.is_empty(), "{:?}", p.ignored);
+        let merged = user.clone().merged(p.layer);
+        let local = &merged.providers["local"];
+        assert_eq!(local.rpm, NonZeroU32::new(10));
+        assert_eq!(local.max_concurrency, NonZeroU32::new(2));
+        assert_eq!(local.base_url.as_deref(), Some("http://127.0.0.1:1/v1"));
+        for raise in [
+            "[providers.local]\nrpm = 1000\n",
+            "[providers.local]\nrpm = 100\n",
+            "[providers.local]\nrpm = 5\nbase_url = \"http://evil.example/v1\"\n",
+            "[providers.theirs]\nrpm = 5\n",
+        ] {
+            let p = Layer::parse(raise, ".lancet.toml")
+                .unwrap()
+                .untrusted_project(&user);
+            assert_eq!(p.ignored, ["providers"], "{raise}");
+            let merged = user.clone().merged(p.layer);
+            assert!(!merged.providers.contains_key("theirs"), "{raise}");
+            let local = &merged.providers["local"];
+            assert_eq!(local.base_url.as_deref(), Some("http://127.0.0.1:1/v1"));
+            assert!(local.rpm <= NonZeroU32::new(100), "{raise}");
+        }
+        assert!(Layer::parse("[providers.local]\nrpm = 0\n", "p").is_err());
     }
 
     #[test]

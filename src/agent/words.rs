@@ -2549,3 +2549,54 @@ mod bench_replay_tests {
         insta::assert_snapshot!(out);
     }
 }
+
+// ---------------------------------------------------------------------------
+// The benchmark's progress bar (`lancet bench` on a terminal).
+
+/// The bar's `indicatif` template: jobs done / total, the bar, the rate
+/// (`{rate}`: jobs a second, one decimal), the time left, then the message
+/// ([`bench_bar_message`]) cut to the terminal's width.
+pub fn bench_bar_template() -> &'static str {
+    "{pos}/{len} jobs [{bar:24}] {rate} jobs/s · ETA {eta} · {wide_msg}"
+}
+
+/// The bar's message: passes so far, and the job that finished last (its
+/// source last: a long path is what the terminal's width cuts).
+pub fn bench_bar_message(passed: usize, last: &super::bench::Key) -> String {
+    format!(
+        "{passed} passed · last: {} {} {} {} ({})",
+        last.task,
+        last.model,
+        last.format,
+        last.mode.name(),
+        last.source
+    )
+}
+
+#[cfg(test)]
+mod bench_bar_tests {
+    //! The progress bar's words, rendered once each.
+
+    use super::super::bench::{Key, Mode};
+    use super::*;
+
+    #[test]
+    fn bench_bar_words() {
+        let key = Key {
+            task: "operator-flip-equality-001".to_owned(),
+            source: "react-edit".to_owned(),
+            model: "openai:gpt-4o".to_owned(),
+            format: "udiff".to_owned(),
+            mode: Mode::Tool,
+        };
+        let out = [
+            ("bench_bar_template", bench_bar_template().to_owned()),
+            ("bench_bar_message", bench_bar_message(17, &key)),
+        ]
+        .iter()
+        .map(|(k, v)| format!("## {k}\n{v}\n"))
+        .collect::<Vec<_>>()
+        .join("\n");
+        insta::assert_snapshot!(out);
+    }
+}

@@ -26,6 +26,12 @@
 //!   ([`Scripted::Silent`]). Each stops when the client hangs up or the
 //!   server is dropped.
 //!
+//! - For request limits: each request's arrival time is recorded, the
+//!   server counts the requests in flight (from the request read to the
+//!   socket closed) and keeps the most there ever were
+//!   ([`LlmServer::max_in_flight`]), and [`Scripted::late`] holds a
+//!   response back so that requests overlap.
+//!
 //! Not supported, because no client under test sends it: chunked request
 //! bodies, `Expect: 100-continue`, keep-alive, TLS.
 
@@ -36,7 +42,7 @@
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -106,6 +112,13 @@ pub(crate) enum Scripted {
     Silent {
         /// How long the silence lasts.
         hold: Duration,
+    },
+    /// Nothing for `hold` (cut short when the server stops), then `then`.
+    Late {
+        /// How long the response is held back.
+        hold: Duration,
+        /// The response.
+        then: Box<Scripted>,
     },
 }
 
@@ -434,6 +447,14 @@ impl Scripted {
         }
     }
 
+    /// This response, held back for `hold` after the request is read.
+    pub(crate) fn late(self, hold: Duration) -> Scripted {
+        Scripted::Late {
+            hold,
+            then: Box::new(self),
+        }
+    }
+
     /// This raw response with one more header.
     ///
     /// # Panics
@@ -510,6 +531,8 @@ pub(crate) struct RecordedRequest {
     pub(crate) body: Value,
     /// The body as text.
     pub(crate) raw_body: String,
+    /// When the request had been read.
+    pub(crate) at: Instant,
 }
 
 impl RecordedRequest {
@@ -529,6 +552,25 @@ struct Shared {
     requests: Mutex<Vec<RecordedRequest>>,
     workers: Mutex<Vec<JoinHandle<()>>>,
     stop: AtomicBool,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+}
+
+/// One request in flight, counted for as long as it lives.
+struct InFlight<'a>(&'a Shared);
+
+impl<'a> InFlight<'a> {
+    fn start(shared: &'a Shared) -> InFlight<'a> {
+        let now = shared.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        shared.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        InFlight(shared)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// The server; stops when dropped.
@@ -575,6 +617,11 @@ impl LlmServer {
     /// Every request received so far, in order.
     pub(crate) fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// The most requests that were ever in flight at once.
+    pub(crate) fn max_in_flight(&self) -> usize {
+        self.shared.max_in_flight.load(Ordering::SeqCst)
     }
 
     /// How many scripted responses have not been asked for yet.
@@ -651,6 +698,7 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     let mut body = vec![0; length];
     reader.read_exact(&mut body)?;
     let raw_body = String::from_utf8_lossy(&body).into_owned();
+    let _in_flight = InFlight::start(shared);
 
     // Taking the script item and recording the request under one lock keeps
     // the n-th record paired with the n-th response.
@@ -662,6 +710,7 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             headers,
             body: serde_json::from_str(&raw_body).unwrap_or(Value::Null),
             raw_body,
+            at: Instant::now(),
         });
         shared.script.lock().unwrap().pop_front()
     };
@@ -674,6 +723,13 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
 
     let mut out = stream;
     let stopped = || shared.stop.load(Ordering::SeqCst);
+    let response = match response {
+        Scripted::Late { hold, then } => {
+            pause(hold, &stopped);
+            *then
+        }
+        other => other,
+    };
     const STREAM_HEADERS: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
     match response {
         Scripted::Stream { events } => {
@@ -745,6 +801,8 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             }
         }
         Scripted::Silent { hold } => pause(hold, &stopped),
+        // Unwrapped above; a late response inside a late one is not held twice.
+        Scripted::Late { .. } => {}
     }
     out.shutdown(Shutdown::Both)
 }

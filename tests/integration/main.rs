@@ -12,6 +12,8 @@ mod agent_provider;
 mod agent_run;
 #[cfg(feature = "agent")]
 mod bench;
+#[cfg(feature = "agent")]
+mod bench_limits;
 #[cfg(all(feature = "agent", feature = "syntax"))]
 mod bench_mutate;
 #[cfg(feature = "agent")]

@@ -19,6 +19,8 @@
 //! - `shard`: `--shard K/N` and merging results (`bench report`).
 //! - `report`: `report.json` from records; `html`: `report.html`.
 //! - `recommend`: writing the choice into a models.toml, comments kept.
+//! - `limits`: per-provider requests per minute and in flight, shared by
+//!   every job of one provider (the provider's gate).
 //! - `mutate` (feature `syntax`): bug-fix tasks generated from a source tree
 //!   (`mutate:DIR[:N]`), one seeded mutation of one file each.
 //!
@@ -41,6 +43,7 @@ pub mod summary;
 pub mod task;
 
 pub mod html;
+pub mod limits;
 pub mod paired;
 pub mod place;
 pub mod recommend;
@@ -59,6 +62,7 @@ use crate::Format;
 
 pub use super::words::bench_table as table;
 pub use super::words::{
+    bench_bar_message as bar_message, bench_bar_template as bar_template,
     bench_conflict as conflict_text, bench_models_header as models_header,
     bench_recommend_no_pass as recommend_no_pass, bench_recommend_not_real as recommend_not_real,
     bench_recommend_reason as recommend_reason, bench_recommended as recommended_text,

@@ -58,6 +58,11 @@
 //!   [`EVIDENCE_BYTES`]. The first two end as [`ProviderError::Timeout`]
 //!   (retried) and [`Limit::Turn`]; the cap as [`Limit::ReplyBytes`], never
 //!   retried (the same server would send the same endless reply).
+//! - A [`Gate`] in the configuration (a shared rate limit, such as the
+//!   benchmark's per-provider limits) admits every attempt, retries
+//!   included, before it is sent, and its admission is held until the
+//!   attempt ends. The first attempt's admission is waited for before the
+//!   turn's clock starts: the turn limit measures the server, not a queue.
 //!
 //! Recognising error classes means reading the server's error body (a
 //! context overflow is a 400 like any other); that is confined to
@@ -68,6 +73,9 @@
 //! overflow. Those belong to the caller.
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -220,6 +228,20 @@ pub struct ProviderConfig {
     pub max_reply_bytes: usize,
     /// Retries.
     pub retry: RetryPolicy,
+    /// What every attempt waits on before it is sent (`None`: nothing).
+    pub gate: Option<Arc<dyn Gate>>,
+}
+
+/// An admission that is held while one attempt runs (a concurrency slot,
+/// say); dropping it gives it back.
+pub type Admission = Box<dyn Send>;
+
+/// Something every attempt to a provider waits on before it is sent: a
+/// limit shared by several [`Provider`]s (one account's rate limit, say).
+/// The provider holds what [`Gate::admit`] yields until the attempt ends.
+pub trait Gate: Send + Sync + fmt::Debug {
+    /// Waits until one more attempt may be sent.
+    fn admit(&self) -> Pin<Box<dyn Future<Output = Admission> + Send + '_>>;
 }
 
 impl ProviderConfig {
@@ -245,6 +267,7 @@ impl ProviderConfig {
             turn_timeout: Duration::from_secs(600),
             max_reply_bytes: 4 << 20,
             retry: RetryPolicy::default(),
+            gate: None,
         }
     }
 }
@@ -262,6 +285,7 @@ impl fmt::Debug for ProviderConfig {
             .field("turn_timeout", &self.turn_timeout)
             .field("max_reply_bytes", &self.max_reply_bytes)
             .field("retry", &self.retry)
+            .field("gate", &self.gate)
             .finish()
     }
 }
@@ -278,6 +302,7 @@ pub struct Provider {
     idle_timeout: Duration,
     turn_timeout: Duration,
     max_reply_bytes: usize,
+    gate: Option<Arc<dyn Gate>>,
 }
 
 // Hand-written so that a key never ends up in a log or a panic message.
@@ -292,6 +317,7 @@ impl fmt::Debug for Provider {
             .field("idle_timeout", &self.idle_timeout)
             .field("turn_timeout", &self.turn_timeout)
             .field("max_reply_bytes", &self.max_reply_bytes)
+            .field("gate", &self.gate)
             .finish()
     }
 }
@@ -326,6 +352,7 @@ impl Provider {
             idle_timeout: config.idle_timeout,
             turn_timeout: config.turn_timeout,
             max_reply_bytes: config.max_reply_bytes,
+            gate: config.gate,
         })
     }
 
@@ -369,11 +396,17 @@ impl Provider {
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
     ) -> Result<Reply, ProviderError> {
         let body = self.body(req);
+        // Waiting to be admitted is not the server's time (module docs).
+        let first = self.admit().await;
         // A limit too large to add to the clock is no limit.
         let Some(deadline) = tokio::time::Instant::now().checked_add(self.turn_timeout) else {
-            return self.retried(&body, on_event, None).await;
+            return self.retried(&body, on_event, None, first).await;
         };
-        match tokio::time::timeout_at(deadline, self.retried(&body, on_event, Some(deadline))).await
+        match tokio::time::timeout_at(
+            deadline,
+            self.retried(&body, on_event, Some(deadline), first),
+        )
+        .await
         {
             Ok(result) => result,
             Err(_) => Err(ProviderError::LimitReached(Limit::Turn(self.turn_timeout))),
@@ -387,11 +420,18 @@ impl Provider {
         body: &Value,
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
         deadline: Option<tokio::time::Instant>,
+        mut first: Option<Admission>,
     ) -> Result<Reply, ProviderError> {
         let mut retry = 0;
         let mut waited = Duration::ZERO;
         loop {
-            let (error, wait) = match self.attempt(body, on_event).await {
+            let admitted = match first.take() {
+                Some(a) => Some(a),
+                None => self.admit().await,
+            };
+            let result = self.attempt(body, on_event).await;
+            drop(admitted);
+            let (error, wait) = match result {
                 Ok(reply) => return Ok(reply),
                 Err(Failure::Fatal(error)) => return Err(error),
                 Err(Failure::Retry { error, wait }) => (error, wait),
@@ -417,6 +457,14 @@ impl Provider {
             }
             tokio::time::sleep(delay).await;
             retry += 1;
+        }
+    }
+
+    /// The gate's admission for one attempt (none without a gate).
+    async fn admit(&self) -> Option<Admission> {
+        match &self.gate {
+            Some(gate) => Some(gate.admit().await),
+            None => None,
         }
     }
 

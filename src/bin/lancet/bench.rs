@@ -12,16 +12,28 @@
 //! that say so, never ignored. Each job's transcript goes to
 //! `<out>/transcripts/`, which `replay:<out>` answers from.
 //!
+//! On a terminal (stderr is one, and no `--json`) a progress bar is drawn
+//! on stderr — jobs done of all, passes, rate, time left, the last job —
+//! at most ten times a second, and cleared before anything else is
+//! printed (the summary, an interruption's note). Elsewhere nothing of it.
+//!
+//! A model of a provider profile with `rpm` or `max_concurrency` gets that
+//! profile's limiter as its provider's gate; every model of one profile
+//! shares it (`bench::limits`). `sim:` and `replay:` are not limited.
+//!
 //! Exit status: 0 finished (whatever the pass rates), 1 interrupted (the
 //! results so far are kept), 2 usage error, 3 every model failed to answer.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use lancet::Format;
+use lancet::agent::bench::limits::Limits;
 use lancet::agent::bench::replay::Recording;
 use lancet::agent::bench::report::Report;
 use lancet::agent::bench::shard::{self, Shard};
@@ -30,6 +42,7 @@ use lancet::agent::bench::{
     SimProfile, Skipped, Source,
 };
 use lancet::agent::models::Models;
+use lancet::agent::provider::Gate;
 use lancet::agent::sandbox;
 
 use crate::cli::{BenchArgs, BenchCommand, BenchMode, ProviderChoice, RunArgs};
@@ -61,6 +74,8 @@ fn models(names: &[String], catalogue: &Models) -> Result<Vec<Model>, Error> {
     let root = Path::new(".");
     let layer = run::layers(&run_args(None, None), root)?;
     let mut out = Vec::new();
+    // One limiter per profile, shared by every model of it.
+    let mut gates: HashMap<String, Option<Arc<dyn Gate>>> = HashMap::new();
     for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
         if let Some(profile) = name.strip_prefix("sim:") {
             let profile = SimProfile::from_name(profile).ok_or_else(|| {
@@ -102,13 +117,34 @@ fn models(names: &[String], catalogue: &Models) -> Result<Vec<Model>, Error> {
             }
             _ => (None, name),
         };
+        // The profile `lancet run` would read (the flag's, else the
+        // configuration's provider), for its request limits.
+        let profile = provider
+            .clone()
+            .or_else(|| layer.provider.as_deref().map(ProviderChoice::from_name))
+            .map(|p| p.name().to_owned());
         let s = run::settings(&run_args(Some(model.to_owned()), provider), root, catalogue)?;
         let prices = catalogue
             .lookup(&s.model)
             .and_then(|e| Some((e.price_in?, e.price_out?)));
+        let mut pc = run::provider_config(&s);
+        if let Some(profile) = profile {
+            pc.gate = gates
+                .entry(profile)
+                .or_insert_with_key(|profile| {
+                    layer.providers.get(profile).and_then(|p| {
+                        Limits {
+                            rpm: p.rpm,
+                            max_concurrency: p.max_concurrency,
+                        }
+                        .gate()
+                    })
+                })
+                .clone();
+        }
         out.push(Model {
             label: name.to_owned(),
-            backend: Backend::Provider(Box::new(run::provider_config(&s))),
+            backend: Backend::Provider(Box::new(pc)),
             prices,
         });
     }
@@ -321,7 +357,8 @@ pub(crate) fn bench(args: &BenchArgs) -> Result<Exit, Error> {
             "out": out_dir.display().to_string(),
         }));
     }
-    let live = !json && std::io::stderr().is_terminal();
+    let bar = shows_bar(json, std::io::stderr().is_terminal()).then(|| progress_bar(total));
+    let mut passed = 0;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -345,11 +382,14 @@ pub(crate) fn bench(args: &BenchArgs) -> Result<Exit, Error> {
                 emit(&v);
             }
         }
-        fresh.push(record);
-        if live {
-            let passed = fresh.iter().filter(|r| r.pass).count();
-            eprint!("\r[{}/{total}] passed {passed}", fresh.len());
+        if let Some(bar) = &bar {
+            passed += usize::from(record.pass);
+            // Position first: a draw between the two never shows more
+            // passes than jobs done.
+            bar.inc(1);
+            bar.set_message(bench::bar_message(passed, &record.key()));
         }
+        fresh.push(record);
     };
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let end = runtime.block_on(async {
@@ -362,8 +402,10 @@ pub(crate) fn bench(args: &BenchArgs) -> Result<Exit, Error> {
         end
     });
     lancet::agent::tools::end_descendants();
-    if live {
-        eprintln!();
+    // Before anything else is printed, finished or interrupted: a summary
+    // written over a live bar would be garbled.
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
     }
     let end = end.map_err(|source| Error::BenchOut {
         path: out_dir.clone(),
@@ -422,6 +464,36 @@ pub(crate) fn bench(args: &BenchArgs) -> Result<Exit, Error> {
         RunEnd::Finished if every_model_failed => Exit::Provider,
         RunEnd::Finished => Exit::Success,
     })
+}
+
+/// Whether the progress bar is drawn: only for a person at a terminal, and
+/// never with `--json` (its events are the progress then).
+fn shows_bar(json: bool, stderr_is_terminal: bool) -> bool {
+    !json && stderr_is_terminal
+}
+
+/// The progress bar on stderr for `total` jobs, redrawn at most ten times a
+/// second (and each half second, so the rate and time left stay current
+/// while no job finishes).
+fn progress_bar(total: usize) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(
+        Some(u64::try_from(total).unwrap_or(u64::MAX)),
+        ProgressDrawTarget::stderr_with_hz(10),
+    );
+    // The template is a constant (a test parses it); a default bar is
+    // better than none.
+    let style = ProgressStyle::with_template(bench::bar_template())
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .with_key(
+            "rate",
+            |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.1}", state.per_sec());
+            },
+        )
+        .progress_chars("=> ");
+    bar.set_style(style);
+    bar.enable_steady_tick(Duration::from_millis(500));
+    bar
 }
 
 /// The bash tool's sandbox for the jobs, as `lancet run` would set it up
@@ -674,4 +746,24 @@ fn report(dirs: &[PathBuf], out: Option<&Path>) -> Result<Exit, Error> {
         html_path.display()
     );
     Ok(Exit::Success)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bar is drawn only on a terminal without `--json`: scripts (stderr
+    /// not a terminal) and `--json` readers see none of it.
+    #[test]
+    fn the_bar_shows_only_on_a_terminal_without_json() {
+        assert!(shows_bar(false, true));
+        assert!(!shows_bar(false, false));
+        assert!(!shows_bar(true, true));
+        assert!(!shows_bar(true, false));
+    }
+
+    #[test]
+    fn the_bar_template_parses() {
+        assert!(ProgressStyle::with_template(bench::bar_template()).is_ok());
+    }
 }

@@ -257,6 +257,19 @@ fn build(raw: &Raw, corpus: &[(String, Vec<String>)], mistake: Mistake) -> Optio
     let content = format!("{}\n", lines.join("\n"));
     let expected = format!("{}\n", want.join("\n"));
     let noisy = add_noise(&body, &raw.noise, mistake)?;
+    // A mistake that turns the quote into other text of the file verbatim
+    // (a block's closing braces, dedented, are the file's outer ones) is no
+    // mistake any reader could see: the quote names that other place, and
+    // applying it there is what it says. Such a case judges nothing.
+    let noisy_old = old_side(&noisy);
+    if !noisy_old.is_empty()
+        && noisy_old != old_side(&body)
+        && lines
+            .windows(noisy_old.len())
+            .any(|w| w.iter().map(String::as_str).eq(noisy_old.iter().copied()))
+    {
+        return None;
+    }
     let lone_indent_loss = mistake == Mistake::Indent
         && old_side(&noisy)
             .iter()
