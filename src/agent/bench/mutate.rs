@@ -5,7 +5,7 @@
 //! change).
 //!
 //! Sites are found with tree-sitter (the Python and Rust grammars, used
-//! directly: [`crate::syntax`] keeps its own API), one list per
+//! directly: `crate::syntax` keeps its own API), one list per
 //! [`Operator`]; a seeded PRNG orders each list, spread over files first,
 //! and the operators take turns, so N tasks cover every operator and many
 //! files. A candidate is rejected, and counted by reason ([`Rejected`]),
