@@ -592,8 +592,8 @@ fn parse_text(input: &str, opts: DiffOptions) -> Result<Patch, ParseError> {
 /// header states both counts, its body holds fewer old or new lines, nothing
 /// but empty lines follows it (no hunk, file header, closing fence or prose:
 /// the input ends), and wrong counts do not explain the shortfall — the body
-/// changes nothing, or ends on a `-` line (what replaces it was cut), or
-/// closes with fewer context lines than it opened with, or a side is more
+/// changes nothing, or ends on a `-` line (what replaces it was cut), or a
+/// side is more
 /// than [`USUAL_MISCOUNT`] lines short. Counts off by one or two on a hunk
 /// that is whole are recounted, as before.
 fn cut_off(hunk: &Hunk, header: &Hunk, rest: &[&str]) -> Option<ParseError> {
@@ -611,13 +611,7 @@ fn cut_off(hunk: &Hunk, header: &Hunk, rest: &[&str]) -> Option<ParseError> {
         .any(|l| matches!(l, HunkLine::Add(_) | HunkLine::Remove(_)));
     let ends_removing = matches!(hunk.lines.last(), Some(HunkLine::Remove(_)));
     let far = oc.saturating_sub(ro) > USUAL_MISCOUNT || nc.saturating_sub(rn) > USUAL_MISCOUNT;
-    // A whole hunk closes with as much context as it opened with; one whose
-    // trailing context stops short of its leading context lost its end.
-    let is_context = |l: &&HunkLine| matches!(l, HunkLine::Context(_));
-    let leading = hunk.lines.iter().take_while(is_context).count();
-    let trailing = hunk.lines.iter().rev().take_while(is_context).count();
-    let cut_context = changes && trailing < leading;
-    (!changes || ends_removing || far || cut_context).then_some(ParseError::TruncatedHunk {
+    (!changes || ends_removing || far).then_some(ParseError::TruncatedHunk {
         line: hunk.source_line,
         stated_old: oc,
         stated_new: nc,
