@@ -1071,6 +1071,38 @@ mod tests {
         assert!(!new_errors("m.rs", old, &broken).is_empty());
     }
 
+    /// `base` with `edits` (a line, a pick from `pool`, insert or replace)
+    /// made: the fast path says "clean" only when the whole files agree.
+    fn fast_agrees(
+        path: &str,
+        base: &str,
+        pool: &[&str],
+        edits: &[(usize, usize, bool)],
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        let mut lines: Vec<String> = base.lines().map(str::to_owned).collect();
+        for &(at, pick, insert) in edits {
+            let at = at % lines.len();
+            let new = pool[pick % pool.len()].to_owned();
+            if insert {
+                lines.insert(at, new)
+            } else {
+                lines[at] = new
+            }
+        }
+        let after = Document::from_text(&(lines.join("\n") + "\n"));
+        let before = Document::from_text(base);
+        let fast = check_with(path, Some(&before), &after, true);
+        let full = check_with(path, Some(&before), &after, false);
+        let clean = |v: &Verdict| matches!(v, Verdict::Checked(i) if i.is_empty());
+        proptest::prop_assert!(
+            !clean(&fast) || clean(&full),
+            "fast path passed a breakage:\n{}\n{:?}",
+            after.text(),
+            full
+        );
+        Ok(())
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
         /// The fast path says "clean" only when the whole files agree.
@@ -1084,21 +1116,7 @@ mod tests {
             } else {
                 ("a.py", PY_BASE, PY_POOL)
             };
-            let mut lines: Vec<String> = base.lines().map(str::to_owned).collect();
-            for (at, pick, insert) in edits {
-                let at = at % lines.len();
-                let new = pool[pick % pool.len()].to_owned();
-                if insert { lines.insert(at, new) } else { lines[at] = new }
-            }
-            let after = Document::from_text(&(lines.join("\n") + "\n"));
-            let before = Document::from_text(base);
-            let fast = check_with(path, Some(&before), &after, true);
-            let full = check_with(path, Some(&before), &after, false);
-            let clean = |v: &Verdict| matches!(v, Verdict::Checked(i) if i.is_empty());
-            proptest::prop_assert!(
-                !clean(&fast) || clean(&full),
-                "fast path passed a breakage:\n{}\n{:?}", after.text(), full
-            );
+            fast_agrees(path, base, pool, &edits)?;
         }
     }
 
@@ -1111,21 +1129,7 @@ mod tests {
         fn the_fast_path_agrees_on_nested_items(
             edits in proptest::collection::vec((0usize..60, 0usize..24, proptest::bool::ANY), 1..4),
         ) {
-            let mut lines: Vec<String> = RS_NESTED.lines().map(str::to_owned).collect();
-            for (at, pick, insert) in edits {
-                let at = at % lines.len();
-                let new = RS_NESTED_POOL[pick % RS_NESTED_POOL.len()].to_owned();
-                if insert { lines.insert(at, new) } else { lines[at] = new }
-            }
-            let after = Document::from_text(&(lines.join("\n") + "\n"));
-            let before = Document::from_text(RS_NESTED);
-            let fast = check_with("m.rs", Some(&before), &after, true);
-            let full = check_with("m.rs", Some(&before), &after, false);
-            let clean = |v: &Verdict| matches!(v, Verdict::Checked(i) if i.is_empty());
-            proptest::prop_assert!(
-                !clean(&fast) || clean(&full),
-                "fast path passed a breakage:\n{}\n{:?}", after.text(), full
-            );
+            fast_agrees("m.rs", RS_NESTED, RS_NESTED_POOL, &edits)?;
         }
     }
 
@@ -1346,21 +1350,7 @@ mod tests {
         fn the_fast_path_agrees_on_adversarial_rust(
             edits in proptest::collection::vec((0usize..80, 0usize..64, proptest::bool::ANY), 1..4),
         ) {
-            let mut lines: Vec<String> = RS_DEEP.lines().map(str::to_owned).collect();
-            for (at, pick, insert) in edits {
-                let at = at % lines.len();
-                let new = RS_DEEP_POOL[pick % RS_DEEP_POOL.len()].to_owned();
-                if insert { lines.insert(at, new) } else { lines[at] = new }
-            }
-            let after = Document::from_text(&(lines.join("\n") + "\n"));
-            let before = Document::from_text(RS_DEEP);
-            let fast = check_with("m.rs", Some(&before), &after, true);
-            let full = check_with("m.rs", Some(&before), &after, false);
-            let clean = |v: &Verdict| matches!(v, Verdict::Checked(i) if i.is_empty());
-            proptest::prop_assert!(
-                !clean(&fast) || clean(&full),
-                "fast path passed a breakage:\n{}\n{:?}", after.text(), full
-            );
+            fast_agrees("m.rs", RS_DEEP, RS_DEEP_POOL, &edits)?;
         }
 
         /// The same for Python: nested classes, decorators, triple-quoted
@@ -1370,21 +1360,7 @@ mod tests {
         fn the_fast_path_agrees_on_adversarial_python(
             edits in proptest::collection::vec((0usize..60, 0usize..64, proptest::bool::ANY), 1..4),
         ) {
-            let mut lines: Vec<String> = PY_DEEP.lines().map(str::to_owned).collect();
-            for (at, pick, insert) in edits {
-                let at = at % lines.len();
-                let new = PY_DEEP_POOL[pick % PY_DEEP_POOL.len()].to_owned();
-                if insert { lines.insert(at, new) } else { lines[at] = new }
-            }
-            let after = Document::from_text(&(lines.join("\n") + "\n"));
-            let before = Document::from_text(PY_DEEP);
-            let fast = check_with("a.py", Some(&before), &after, true);
-            let full = check_with("a.py", Some(&before), &after, false);
-            let clean = |v: &Verdict| matches!(v, Verdict::Checked(i) if i.is_empty());
-            proptest::prop_assert!(
-                !clean(&fast) || clean(&full),
-                "fast path passed a breakage:\n{}\n{:?}", after.text(), full
-            );
+            fast_agrees("a.py", PY_DEEP, PY_DEEP_POOL, &edits)?;
         }
     }
 

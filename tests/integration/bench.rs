@@ -21,7 +21,11 @@ fn data(rel: &str) -> String {
 
 /// `lancet bench ARGS` in `cwd`, with no user configuration, no keys from
 /// the environment (the scripted server's endpoint when given) and no terminal.
-fn bench(cwd: &Path, endpoint: Option<&str>, args: &[&str]) -> Output {
+pub(crate) fn bench<S: AsRef<std::ffi::OsStr>>(
+    cwd: &Path,
+    endpoint: Option<&str>,
+    args: &[S],
+) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lancet"));
     cmd.arg("bench")
         .args(args)
@@ -57,7 +61,7 @@ fn have(program: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-fn show(out: &Output) -> String {
+pub(crate) fn show(out: &Output) -> String {
     format!(
         "status {:?}\nstdout:\n{}\nstderr:\n{}",
         out.status.code(),

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use lancet::agent::bench::mutate::{self, Generated, MutateError, Operator};
 use lancet::agent::bench::{Task, TaskError};
@@ -20,32 +20,13 @@ fn repo_src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
-/// `lancet bench ARGS` in `cwd`, with no user configuration or keys.
+/// `lancet bench ARGS` in `cwd`, with no user configuration, no keys from
+/// the environment and no terminal (the bench tests' one runner).
 fn bench(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lancet"))
-        .arg("bench")
-        .args(args)
-        .current_dir(cwd)
-        .env("XDG_CONFIG_HOME", cwd.join(".no-user-config"))
-        .env("NO_COLOR", "1")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("ANTHROPIC_BASE_URL")
-        .env_remove("LANCET_MODEL")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+    super::bench::bench(cwd, None, args)
 }
 
-fn show(out: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use super::bench::show;
 
 /// `sim:perfect` on `mutate:SPEC` in every format and both modes: every job
 /// passes at the first try. Returns the task ids.

@@ -42,14 +42,7 @@ fn lancet(cwd: &Path, endpoint: Option<&str>, args: &[&str]) -> Output {
     cmd.output().unwrap()
 }
 
-fn show(out: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use super::bench::show;
 
 fn read_json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()

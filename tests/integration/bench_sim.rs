@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use lancet::Format;
 use lancet::agent::bench::mistakes::claim;
@@ -31,32 +31,12 @@ fn sources() -> Vec<String> {
 }
 
 /// `lancet bench ARGS` in `cwd`, with no user configuration, no keys from
-/// the environment and no terminal.
+/// the environment and no terminal (the bench tests' one runner).
 fn bench(cwd: &Path, args: &[String]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lancet"))
-        .arg("bench")
-        .args(args)
-        .current_dir(cwd)
-        .env("XDG_CONFIG_HOME", cwd.join(".no-user-config"))
-        .env("NO_COLOR", "1")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("ANTHROPIC_BASE_URL")
-        .env_remove("LANCET_MODEL")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+    super::bench::bench(cwd, None, args)
 }
 
-fn show(out: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use super::bench::show;
 
 fn results(out: &Path) -> Vec<Value> {
     std::fs::read_to_string(out.join("results.jsonl"))
