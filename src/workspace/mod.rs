@@ -462,6 +462,12 @@ impl Workspace {
         self.state(&[sub])
     }
 
+    /// [`state_dir`](Self::state_dir) for a nested directory
+    /// `.lancet/<subs[0]>/<subs[1]>/…`, each level checked and made the same way.
+    pub fn state_dirs(&self, subs: &[&str]) -> Result<StateDir, WorkspaceError> {
+        self.state(subs)
+    }
+
     /// `.lancet/` and `subs` inside it, made when missing.
     fn state(&self, subs: &[&str]) -> Result<StateDir, WorkspaceError> {
         state::open_made(&self.dir, &self.root, subs)

@@ -554,3 +554,55 @@ fn anthropic_models_resolve_as_lancet_run_resolves_them() {
     );
     assert_eq!(requests[0].body["model"], "claude-scripted");
 }
+
+/// Trust (a hostile repository): a `.lancet` that is a symlink is refused as
+/// the default results directory, and nothing is written through it; a FIFO
+/// planted as `results.jsonl` is refused without waiting on it.
+#[test]
+fn a_planted_results_directory_or_fifo_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), dir.path().join(".lancet")).unwrap();
+    let tasks = data("tasks");
+    let out = bench(
+        dir.path(),
+        None,
+        &["-t", tasks.as_str(), "-m", "sim:perfect", "-f", "udiff"],
+    );
+    assert_ne!(out.status.code(), Some(0), "{}", show(&out));
+    assert_eq!(
+        std::fs::read_dir(elsewhere.path()).unwrap().count(),
+        0,
+        "written through the symlink"
+    );
+
+    let out_dir = dir.path().join("runs");
+    std::fs::create_dir(&out_dir).unwrap();
+    let fifo = out_dir.join("results.jsonl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let o = out_dir.to_str().unwrap();
+    let out = bench(
+        dir.path(),
+        None,
+        &[
+            "-t",
+            tasks.as_str(),
+            "-m",
+            "sim:perfect",
+            "-f",
+            "udiff",
+            "-o",
+            o,
+        ],
+    );
+    assert_ne!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("results.jsonl"),
+        "{}",
+        show(&out)
+    );
+}

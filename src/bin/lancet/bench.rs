@@ -209,10 +209,47 @@ fn civil_now() -> (i64, i64, i64, u64) {
     (y, m, d, rest)
 }
 
+/// The default results directory, `.lancet/bench/<timestamp>` in the
+/// current directory, made through the workspace's state directory: a
+/// repository's `.lancet` or `.lancet/bench` that is a symlink (or anything
+/// but a real directory of its own) is refused, never written through.
+fn default_out() -> Result<PathBuf, Error> {
+    let here = Path::new(".");
+    let refused = |e: lancet::WorkspaceError| Error::BenchOut {
+        path: here.join(".lancet/bench"),
+        source: std::io::Error::other(e),
+    };
+    let ws = lancet::Workspace::open(here).map_err(refused)?;
+    let dir = ws.state_dirs(&["bench", &timestamp()]).map_err(refused)?;
+    Ok(dir.path().to_path_buf())
+}
+
+/// Options that open `results.jsonl` without following a symlink or waiting
+/// on a FIFO planted in its place (a non-regular file is refused after).
+fn results_options() -> std::fs::OpenOptions {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut options = std::fs::OpenOptions::new();
+    let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
+    options.custom_flags(flags.bits() as i32);
+    options
+}
+
+/// `results.jsonl` opened with `options` (see [`results_options`]): a
+/// regular file, or an error saying what is there instead.
+fn open_results(options: &std::fs::OpenOptions, path: &Path) -> std::io::Result<std::fs::File> {
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other(
+            "not a regular file; results.jsonl must be one",
+        ));
+    }
+    Ok(file)
+}
+
 /// The records already in `results.jsonl` (a half-written last line, from
 /// an interrupted write, is skipped).
 fn done(path: &Path) -> Result<Vec<Record>, Error> {
-    let file = match std::fs::File::open(path) {
+    let file = match open_results(results_options().read(true), path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(source) => {
@@ -299,14 +336,16 @@ pub(crate) fn bench(args: &BenchArgs) -> Result<Exit, Error> {
             "a models.toml path for --recommend=PATH (there is no HOME or XDG_CONFIG_HOME)",
         ))?),
     };
-    let out_dir = args
-        .out
-        .clone()
-        .unwrap_or_else(|| Path::new(".lancet/bench").join(timestamp()));
-    std::fs::create_dir_all(&out_dir).map_err(|source| Error::BenchOut {
-        path: out_dir.clone(),
-        source,
-    })?;
+    let out_dir = match &args.out {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|source| Error::BenchOut {
+                path: dir.clone(),
+                source,
+            })?;
+            dir.clone()
+        }
+        None => default_out()?,
+    };
     let results_path = out_dir.join("results.jsonl");
     let mut records = done(&results_path)?;
     let finished: HashSet<Key> = records.iter().map(Record::key).collect();
@@ -340,10 +379,7 @@ pub(crate) fn bench(args: &BenchArgs) -> Result<Exit, Error> {
         .max(1);
     config.sandbox = bench_sandbox(&scratch)?;
     config.transcripts = Some(out_dir.join("transcripts"));
-    let mut results = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&results_path)
+    let mut results = open_results(results_options().create(true).append(true), &results_path)
         .map_err(|source| Error::BenchOut {
             path: results_path.clone(),
             source,
@@ -721,10 +757,7 @@ fn report(dirs: &[PathBuf], out: Option<&Path>) -> Result<Exit, Error> {
         }
     }
     if !lines.is_empty() {
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&results_path)
+        let mut file = open_results(results_options().create(true).append(true), &results_path)
             .and_then(|mut f| f.write_all(lines.as_bytes()).map(|()| f))
             .map_err(|source| Error::BenchOut {
                 path: results_path.clone(),
