@@ -214,6 +214,23 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
 }
 
 fn resolve_whole(w: &WholeFile, doc: &Document) -> Result<Resolution, EditError> {
+    // A model that echoes a file as it read it starts the content with the
+    // file's BOM: that U+FEFF is the BOM the document keeps apart from its
+    // lines, not a character of the first line (written, it would be a
+    // second BOM).
+    let echoed_bom = doc.has_bom() && w.lines.first().is_some_and(|l| l.starts_with('\u{feff}'));
+    let unechoed;
+    let w = if echoed_bom {
+        let mut lines = w.lines.clone();
+        lines[0].drain(..'\u{feff}'.len_utf8());
+        unechoed = WholeFile {
+            lines,
+            source_line: w.source_line,
+        };
+        &unechoed
+    } else {
+        w
+    };
     let old: Vec<&str> = doc.lines().collect();
     // Lines the model copied byte for byte are kept first; then, inside
     // each changed block, lines equal but for trailing whitespace count as
