@@ -118,7 +118,7 @@ fn first_line_where(n: usize, past: impl Fn(usize) -> bool) -> usize {
 }
 
 /// The length of the longest common prefix of `a` and `b`, compared a block at a time.
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     const BLOCK: usize = 256;
     let n = a.len().min(b.len());
     let mut i = 0;
@@ -133,7 +133,7 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 }
 
 /// The length of the longest common suffix of `a` and `b`, compared a block at a time.
-fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+pub(crate) fn common_suffix(a: &[u8], b: &[u8]) -> usize {
     const BLOCK: usize = 256;
     let n = a.len().min(b.len());
     let (la, lb) = (a.len(), b.len());

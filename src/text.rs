@@ -319,6 +319,14 @@ impl Document {
         });
     }
 
+    /// The line that holds byte `offset` of [`text`](Self::text): the last
+    /// one starting at or before it (0 for an empty document).
+    pub(crate) fn line_at(&self, offset: usize) -> usize {
+        self.lines
+            .partition_point(|&s| s <= offset)
+            .saturating_sub(1)
+    }
+
     /// The line index, if it has been built.
     pub(crate) fn line_index(&self) -> Option<&LineIndex> {
         self.index.get()

@@ -71,8 +71,8 @@ struct Grammar {
     /// Whether an innermost ERROR node (given the source) is the grammar's
     /// gap, not the code's: a construct the compiler accepts.
     gap: fn(Node<'_>, &[u8]) -> bool,
-    /// The lexical scan of a whole file (see [`lex`]).
-    lex: fn(&str) -> Vec<lex::LineLex>,
+    /// The lexical scan (see [`lex`]).
+    lex: lex::Lexer,
     /// The regions around a change that parse on their own, innermost first
     /// (see [`slice`]).
     slices: fn(&slice::Sides<'_>, &splice::DiffRun) -> Vec<slice::Slice>,
@@ -89,7 +89,7 @@ static REGISTRY: &[Grammar] = &[
         extra: Some(python_indentation),
         starts_item: python_item,
         gap: |_, _| false,
-        lex: lex::python,
+        lex: lex::python_from,
         slices: slice::python,
     },
     Grammar {
@@ -98,7 +98,7 @@ static REGISTRY: &[Grammar] = &[
         extra: None,
         starts_item: rust_item,
         gap: rust_gap,
-        lex: lex::rust,
+        lex: lex::rust_from,
         slices: slice::rust,
     },
 ];
