@@ -1269,6 +1269,30 @@ mod tests {
         );
     }
 
+    /// Many scattered one-line changes in a large file (16 in 8,000 lines:
+    /// the line diff's middle is past its bound) are settled by one small
+    /// slice each, not by parsing the region between the first and the last
+    /// change as one.
+    #[test]
+    fn scattered_changes_in_a_large_file_are_settled_one_by_one() {
+        let before: String = (0..1000)
+            .map(|i| format!("fn f{i}() -> u32 {{\n    let a = {i};\n    let b = a + 1;\n    b\n}}\n\n// {i}\n\n"))
+            .collect();
+        let after = (0..16).fold(before.clone(), |text, k| {
+            let i = 30 + 60 * k;
+            text.replace(&format!("let a = {i};"), &format!("let a = {i} * 2;"))
+        });
+        let slices = fast_slices("m.rs", &before, &after);
+        let Some(slices) = slices else {
+            panic!("the nested slices did not settle the edit");
+        };
+        assert_eq!(slices.len(), 16, "{slices:?}");
+        assert!(
+            slices.iter().all(|(o, n)| o.len() <= 3 && n.len() <= 3),
+            "{slices:?}"
+        );
+    }
+
     const PY_CLASS: &str = "class A:\n    class B:\n        def m(self, x):\n            y = x + 1\n            if y:\n                return y\n            return 0\n\n    def n(self):\n        return 2\n";
 
     /// Python: the statements around the change at their indentation,
