@@ -247,8 +247,9 @@ fn anchored(old: &[&str], new: &[&str]) -> Vec<(bool, usize, usize)> {
     // Per line hash: (times in old, times in new, where in old, where in new).
     let mut seen: HashMap<u64, (u32, u32, usize, usize), BuildHasherDefault<Prehashed>> =
         HashMap::with_capacity_and_hasher(old.len(), BuildHasherDefault::default());
-    for (i, l) in old.iter().enumerate() {
-        let e = seen.entry(xxh3_64(l.as_bytes())).or_insert((0, 0, i, 0));
+    let hashes: Vec<u64> = old.iter().map(|l| xxh3_64(l.as_bytes())).collect();
+    for (i, &h) in hashes.iter().enumerate() {
+        let e = seen.entry(h).or_insert((0, 0, i, 0));
         e.0 = e.0.saturating_add(1);
     }
     for (j, l) in new.iter().enumerate() {
@@ -257,12 +258,15 @@ fn anchored(old: &[&str], new: &[&str]) -> Vec<(bool, usize, usize)> {
             e.3 = j;
         }
     }
-    let mut pairs: Vec<(usize, usize)> = seen
-        .values()
-        .filter(|e| e.0 == 1 && e.1 == 1 && old[e.2] == new[e.3])
-        .map(|e| (e.2, e.3))
+    // In the old side's order (no sort): each old line looked up again.
+    let pairs: Vec<(usize, usize)> = hashes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| {
+            let e = seen.get(h)?;
+            (e.0 == 1 && e.1 == 1 && e.2 == i && old[i] == new[e.3]).then_some((i, e.3))
+        })
         .collect();
-    pairs.sort_unstable();
     let mut out = Vec::new();
     let (mut o, mut n) = (0, 0);
     for (ao, an) in in_order(&pairs) {
@@ -350,6 +354,18 @@ impl Reindent {
             .collect();
         let tabs = pairs.iter().any(|(_, d)| d.starts_with('\t'));
         let identity = pairs.iter().all(|(n, d)| n == d);
+        if identity {
+            // Lines are written as given (see `apply`): nothing to learn (a
+            // hunk of a git diff is found at its own indentation).
+            return Reindent {
+                exact: Vec::new(),
+                map: BTreeMap::new(),
+                offset: 0,
+                tabs,
+                tab: TAB_WIDTHS.first().copied().unwrap_or(4),
+                identity,
+            };
+        }
         // The tab width that makes the offsets most uniform (ties: the first tried).
         let offsets_at = |tab: usize| -> Vec<i64> {
             let mut v: Vec<i64> = pairs
