@@ -397,7 +397,7 @@ fn py_encode(string: Option<(u8, bool)>) -> u32 {
 }
 
 fn py_decode(state: u32) -> Option<(u8, bool)> {
-    (state & 1 == 1).then(|| ((state >> 8) as u8, state & 2 != 0))
+    (state & 1 == 1).then_some(((state >> 8) as u8, state & 2 != 0))
 }
 
 /// The table for a Python text: strings in `'` and `"`, single or triple,
@@ -957,6 +957,9 @@ mod tests {
         picks.iter().map(|&i| PIECES[i % PIECES.len()]).collect()
     }
 
+    /// A whole-text scan.
+    type Whole = fn(&str) -> Vec<LineLex>;
+
     /// The fields the reference scans fill.
     fn plain(table: &[LineLex]) -> Vec<reference::L> {
         table
@@ -998,7 +1001,7 @@ mod tests {
             let end = (k + cut).min(picks.len());
             let new: String = [text_of(&picks[..k]), text_of(&insert), text_of(&picks[end..])].concat();
             let (before, after) = (Document::from_text(&old), Document::from_text(&new));
-            let lexers: [(Lexer, fn(&str) -> Vec<LineLex>); 2] = [(rust_from, rust), (python_from, python)];
+            let lexers: [(Lexer, Whole); 2] = [(rust_from, rust), (python_from, python)];
             for (lexer, full) in lexers {
                 let (o, n) = tables(lexer, &before, &after);
                 proptest::prop_assert_eq!(&o, &full(before.text()), "{:?}", old);
