@@ -663,13 +663,19 @@ fn plan_file(
     // The git blob ids of the diff's `index` line: the file is exactly its
     // pre-image (line numbers are exact), or already its post-image (done).
     // One digest of the file answers both prefixes: hashing a large file is
-    // a measurable part of an apply.
+    // a measurable part of an apply, so it is done while the file's line
+    // table is built (`Document::from_vec_with`).
     let wants_id = |p: &Option<String>| p.as_ref().is_some_and(|p| p.len() >= 7);
-    let id = match &state {
-        Some(s) if wants_id(&work.base_blob) || wants_id(&work.result_blob) => {
-            Some(git_blob_id(&s.bytes))
-        }
-        _ => None,
+    let wanted = wants_id(&work.base_blob) || wants_id(&work.result_blob);
+    let (doc, id) = match state {
+        Some(s) => match Document::from_vec_with(s.bytes, |b| wanted.then(|| git_blob_id(b))) {
+            (Ok(d), id) => (d, id),
+            (Err(e), _) => {
+                fail_all(&mut report, EditError::Undecodable(e));
+                return (report, None);
+            }
+        },
+        None => (Document::default(), None),
     };
     let blob = |prefix: &Option<String>| match (prefix, &id) {
         (Some(p), Some(id)) if p.len() >= 7 => id.starts_with(p.as_str()),
@@ -677,17 +683,6 @@ fn plan_file(
     };
     let verified = blob(&work.base_blob);
     let finished = blob(&work.result_blob) && work.kind == Kind::Edit && work.rename_to.is_none();
-
-    let doc = match state {
-        Some(s) => match Document::from_vec(s.bytes) {
-            Ok(d) => d,
-            Err(e) => {
-                fail_all(&mut report, EditError::Undecodable(e));
-                return (report, None);
-            }
-        },
-        None => Document::default(),
-    };
     if let Some(to) = &work.rename_to {
         if let Err(e) = ws.check_write(to) {
             fail_all(&mut report, destination_problem(to, &e));

@@ -118,7 +118,7 @@ fn first_line_where(n: usize, past: impl Fn(usize) -> bool) -> usize {
 }
 
 /// The length of the longest common prefix of `a` and `b`, compared a block at a time.
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     const BLOCK: usize = 256;
     let n = a.len().min(b.len());
     let mut i = 0;
@@ -133,7 +133,7 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 }
 
 /// The length of the longest common suffix of `a` and `b`, compared a block at a time.
-fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+pub(crate) fn common_suffix(a: &[u8], b: &[u8]) -> usize {
     const BLOCK: usize = 256;
     let n = a.len().min(b.len());
     let (la, lb) = (a.len(), b.len());
@@ -156,21 +156,17 @@ fn diff_middle(old_mid: &[&str], new_mid: &[&str], head: usize, tail: usize) -> 
     // Myers, whose cost grows with both lengths times their difference: two
     // 50,000-line blocks with nothing in common would take minutes. Past a
     // bound the middle is one replacement, a correct diff if not a minimal one.
+    // A larger middle is first cut at the lines that occur once on each
+    // side (many scattered hunks in a large file leave a middle of tens of
+    // thousands of lines, nearly all equal), and each gap between those is
+    // diffed on its own, under the same bound.
     let mid = if old_mid.len().saturating_mul(new_mid.len()) > DIFF_CELLS {
-        vec![similar::DiffOp::Replace {
-            old_index: 0,
-            old_len: old_mid.len(),
-            new_index: 0,
-            new_len: new_mid.len(),
-        }]
+        anchored(old_mid, new_mid)
     } else {
-        similar::capture_diff_slices(similar::Algorithm::Patience, old_mid, new_mid)
+        diff_ops(old_mid, new_mid)
     };
     let ops = std::iter::once((true, head, head))
-        .chain(mid.iter().map(|op| {
-            let equal = matches!(op, similar::DiffOp::Equal { .. });
-            (equal, op.old_range().len(), op.new_range().len())
-        }))
+        .chain(mid)
         .chain(std::iter::once((true, tail, tail)));
     let (mut o, mut n) = (0, 0);
     let mut runs: Vec<DiffRun> = Vec::new();
@@ -179,8 +175,9 @@ fn diff_middle(old_mid: &[&str], new_mid: &[&str], head: usize, tail: usize) -> 
             continue;
         }
         match runs.last_mut() {
-            // Adjacent changed runs (a delete then an insert) are one replacement.
-            Some(last) if !equal && !last.equal => {
+            // Adjacent changed runs (a delete then an insert) are one
+            // replacement; adjacent equal runs (a gap's end and an anchor) one run.
+            Some(last) if equal == last.equal => {
                 last.old.end += ol;
                 last.new.end += nl;
             }
@@ -194,6 +191,117 @@ fn diff_middle(old_mid: &[&str], new_mid: &[&str], head: usize, tail: usize) -> 
         n += nl;
     }
     runs
+}
+
+/// The middle's ops as (equal, old lines, new lines): Patience, or one
+/// replacement past [`DIFF_CELLS`].
+fn diff_ops(old: &[&str], new: &[&str]) -> Vec<(bool, usize, usize)> {
+    if old.is_empty() && new.is_empty() {
+        return Vec::new();
+    }
+    // Most gaps between anchors are unchanged: no diff to set up for them.
+    if old == new {
+        return vec![(true, old.len(), old.len())];
+    }
+    if old.len().saturating_mul(new.len()) > DIFF_CELLS {
+        return vec![(false, old.len(), new.len())];
+    }
+    similar::capture_diff_slices(similar::Algorithm::Patience, old, new)
+        .iter()
+        .map(|op| {
+            let equal = matches!(op, similar::DiffOp::Equal { .. });
+            (equal, op.old_range().len(), op.new_range().len())
+        })
+        .collect()
+}
+
+/// A hasher for keys that are hashes already (xxh3 of a line).
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl std::hash::Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// [`diff_ops`] of a middle too large for it whole: the lines that occur
+/// exactly once in `old` and once in `new` (equal for certain: compared,
+/// not only hashed) pair up; the longest run of pairs in order on both
+/// sides are fixed points (Patience's anchors), and the gaps between them
+/// are diffed one by one.
+fn anchored(old: &[&str], new: &[&str]) -> Vec<(bool, usize, usize)> {
+    use std::collections::HashMap;
+    use std::hash::BuildHasherDefault;
+    use xxhash_rust::xxh3::xxh3_64;
+    // Per line hash: (times in old, times in new, where in old, where in new).
+    let mut seen: HashMap<u64, (u32, u32, usize, usize), BuildHasherDefault<Prehashed>> =
+        HashMap::with_capacity_and_hasher(old.len(), BuildHasherDefault::default());
+    let hashes: Vec<u64> = old.iter().map(|l| xxh3_64(l.as_bytes())).collect();
+    for (i, &h) in hashes.iter().enumerate() {
+        let e = seen.entry(h).or_insert((0, 0, i, 0));
+        e.0 = e.0.saturating_add(1);
+    }
+    for (j, l) in new.iter().enumerate() {
+        if let Some(e) = seen.get_mut(&xxh3_64(l.as_bytes())) {
+            e.1 = e.1.saturating_add(1);
+            e.3 = j;
+        }
+    }
+    // In the old side's order (no sort): each old line looked up again.
+    let pairs: Vec<(usize, usize)> = hashes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| {
+            let e = seen.get(h)?;
+            (e.0 == 1 && e.1 == 1 && e.2 == i && old[i] == new[e.3]).then_some((i, e.3))
+        })
+        .collect();
+    let mut out = Vec::new();
+    let (mut o, mut n) = (0, 0);
+    for (ao, an) in in_order(&pairs) {
+        out.extend(diff_ops(&old[o..ao], &new[n..an]));
+        out.push((true, 1, 1));
+        (o, n) = (ao + 1, an + 1);
+    }
+    out.extend(diff_ops(&old[o..], &new[n..]));
+    out
+}
+
+/// The longest subsequence of `pairs` (sorted by their first) whose seconds
+/// increase too: patience sorting, with links back to rebuild it.
+fn in_order(pairs: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    // `tails[k]`: the pair ending the best subsequence of length k + 1 so far.
+    let mut tails: Vec<usize> = Vec::new();
+    let mut back: Vec<Option<usize>> = Vec::with_capacity(pairs.len());
+    for &(_, y) in pairs {
+        let k = tails.partition_point(|&t| pairs[t].1 < y);
+        back.push(k.checked_sub(1).map(|k| tails[k]));
+        let i = back.len() - 1;
+        if k == tails.len() {
+            tails.push(i);
+        } else {
+            tails[k] = i;
+        }
+    }
+    let mut out = Vec::with_capacity(tails.len());
+    let mut at = tails.last().copied();
+    while let Some(i) = at {
+        out.push(pairs[i]);
+        at = back[i];
+    }
+    out.reverse();
+    out
 }
 
 /// The ops that turn `old` into `new`, by a line diff.
@@ -246,6 +354,18 @@ impl Reindent {
             .collect();
         let tabs = pairs.iter().any(|(_, d)| d.starts_with('\t'));
         let identity = pairs.iter().all(|(n, d)| n == d);
+        if identity {
+            // Lines are written as given (see `apply`): nothing to learn (a
+            // hunk of a git diff is found at its own indentation).
+            return Reindent {
+                exact: Vec::new(),
+                map: BTreeMap::new(),
+                offset: 0,
+                tabs,
+                tab: TAB_WIDTHS.first().copied().unwrap_or(4),
+                identity,
+            };
+        }
         // The tab width that makes the offsets most uniform (ties: the first tried).
         let offsets_at = |tab: usize| -> Vec<i64> {
             let mut v: Vec<i64> = pairs
@@ -432,6 +552,72 @@ pub fn splice<S: AsRef<str>>(doc: &Document, needle: &[S], m: &Match, ops: &[Op]
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A middle past the diff's bound (scattered hunks in a large file) is
+    /// cut at the lines each side has once: its diff is a true diff (equal
+    /// runs hold equal lines, the runs cover both sides in order), and only
+    /// the changed lines, not the whole middle, are in changed runs. Lines
+    /// that recur (blank ones, braces) and lines moved out of order stay
+    /// correct.
+    #[test]
+    fn a_large_middle_is_cut_at_unique_lines() {
+        let mut seed = 3u64;
+        let mut next = |n: usize| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize % n
+        };
+        let old: Vec<String> = (0..9000)
+            .map(|i| match i % 4 {
+                0 => format!("fn f{i}() {{"),
+                1 => "    x();".to_owned(),
+                2 => "}".to_owned(),
+                _ => String::new(),
+            })
+            .collect();
+        let mut new = old.clone();
+        // Scattered changes, from the end so the indices hold: a changed
+        // line, an inserted one, a removed one, and a swap of two far lines.
+        let mut at: Vec<usize> = (0..40).map(|_| next(8990)).collect();
+        at.sort_unstable();
+        for &i in at.iter().rev() {
+            match next(3) {
+                0 => new[i] = format!("{} // changed", new[i]),
+                1 => new.insert(i, "let inserted = 1;".to_owned()),
+                _ => {
+                    new.remove(i);
+                }
+            }
+        }
+        new.swap(100, 8000);
+        let runs = line_diff(&old, &new);
+        let (mut o, mut n, mut changed) = (0, 0, 0);
+        for r in &runs {
+            assert_eq!((r.old.start, r.new.start), (o, n), "{runs:?}");
+            if r.equal {
+                assert_eq!(r.old.len(), r.new.len());
+                assert!(
+                    r.old
+                        .clone()
+                        .zip(r.new.clone())
+                        .all(|(i, j)| old[i] == new[j])
+                );
+            } else {
+                changed += r.old.len() + r.new.len();
+            }
+            (o, n) = (r.old.end, r.new.end);
+        }
+        assert_eq!((o, n), (old.len(), new.len()));
+        assert!(changed < 400, "{changed} lines in changed runs");
+        // The documents' diff is the same.
+        let text = |lines: &[String]| lines.iter().map(|l| format!("{l}\n")).collect::<String>();
+        let (a, b) = (
+            Document::from_text(&text(&old)),
+            Document::from_text(&text(&new)),
+        );
+        assert_eq!(doc_line_diff(&a, &b), runs);
+    }
 
     /// The document diff is the line diff of the documents' lines, whatever
     /// the endings, final newlines and where the texts differ.

@@ -26,6 +26,14 @@ use xxhash_rust::xxh3::xxh3_64;
 /// The UTF-8 byte-order mark.
 const BOM: &str = "\u{feff}";
 
+/// Files from this size on are decoded while [`Document::from_vec_with`]'s
+/// side work runs on another thread (starting one costs tens of
+/// microseconds; a pass over this many bytes costs more).
+const SIDE_THREAD_MIN: usize = 512 * 1024;
+
+/// The side thread's stack.
+const SIDE_THREAD_STACK: usize = 64 * 1024;
+
 /// A line ending.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -199,6 +207,55 @@ impl Document {
         }
     }
 
+    /// [`from_vec`](Self::from_vec), with `side` run on the file's bytes (a
+    /// BOM included) as well. For a large file it runs on a thread of its
+    /// own while the line table is built: each is a pass over megabytes,
+    /// and the two passes then take the time of one (a git diff's `index`
+    /// line has the whole file hashed). A small file is not worth a thread.
+    pub(crate) fn from_vec_with<T: Send>(
+        bytes: Vec<u8>,
+        side: impl Fn(&[u8]) -> T + Sync,
+    ) -> (Result<Document, DecodeError>, T) {
+        if bytes.len() < SIDE_THREAD_MIN
+            || bytes.starts_with(&[0xFF, 0xFE])
+            || bytes.starts_with(&[0xFE, 0xFF])
+            || memchr::memchr(0, &bytes).is_some()
+        {
+            let t = side(&bytes);
+            return (Document::from_vec(bytes), t);
+        }
+        let text = match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => return (Document::from_bytes(e.as_bytes()), side(e.as_bytes())),
+        };
+        let bom = text.starts_with(BOM);
+        let body = if bom { &text[BOM.len()..] } else { &text[..] };
+        let (lines, t) = std::thread::scope(|scope| {
+            // The side work needs little stack: no need to map the default.
+            let worker = std::thread::Builder::new()
+                .stack_size(SIDE_THREAD_STACK)
+                .spawn_scoped(scope, || side(text.as_bytes()));
+            let lines = line_table(body);
+            // A thread that could not start, or panicked, is done over here.
+            let t = worker
+                .ok()
+                .and_then(|w| w.join().ok())
+                .unwrap_or_else(|| side(text.as_bytes()));
+            (lines, t)
+        });
+        let mut text = text;
+        if bom {
+            text.drain(..BOM.len());
+        }
+        let doc = Document {
+            bom,
+            text,
+            lines,
+            index: OnceLock::new(),
+        };
+        (Ok(doc), t)
+    }
+
     /// Builds a document from text (a leading BOM is recorded, not kept in the lines).
     pub fn from_text(text: &str) -> Document {
         let (bom, body) = match text.strip_prefix(BOM) {
@@ -319,6 +376,14 @@ impl Document {
         });
     }
 
+    /// The line that holds byte `offset` of [`text`](Self::text): the last
+    /// one starting at or before it (0 for an empty document).
+    pub(crate) fn line_at(&self, offset: usize) -> usize {
+        self.lines
+            .partition_point(|&s| s <= offset)
+            .saturating_sub(1)
+    }
+
     /// The line index, if it has been built.
     pub(crate) fn line_index(&self) -> Option<&LineIndex> {
         self.index.get()
@@ -355,7 +420,12 @@ impl Document {
         default_eol: Option<Eol>,
         inserted: usize,
     ) -> Document {
-        let dominant = self.dominant_or(default_eol.unwrap_or(Eol::Lf));
+        // The dominant ending takes a look at every line's: only an inserted
+        // line with no neighbour's ending to take, or a final newline added,
+        // needs it.
+        let dominant_cell = std::cell::OnceCell::new();
+        let dominant =
+            || *dominant_cell.get_or_init(|| self.dominant_or(default_eol.unwrap_or(Eol::Lf)));
         let mut out = String::with_capacity(self.text.len() + inserted);
         // The line table of `out`, kept as it grows: the untouched lines'
         // spans are this document's, shifted, so only new text is scanned.
@@ -372,7 +442,7 @@ impl Document {
                 tail = Some(self.eol(range.start - 1));
             }
             self.append_lines(&mut out, &mut table, cursor..range.start);
-            let eols = self.endings_for(range.clone(), lines.len(), dominant);
+            let eols = self.endings_for(range.clone(), lines.len(), &dominant);
             // An insertion after a last line that lacks an ending gives it one.
             if range.start == n
                 && range.is_empty()
@@ -380,7 +450,7 @@ impl Document {
                 && !lines.is_empty()
                 && self.eol(n - 1) == Eol::None
             {
-                append(&mut out, &mut table, dominant.as_str());
+                append(&mut out, &mut table, dominant().as_str());
             }
             for (line, eol) in lines.iter().zip(eols) {
                 let from = reopen(&out, &mut table);
@@ -404,7 +474,7 @@ impl Document {
             // A new file built from lines: end it with a newline, like every editor.
             final_newline = true;
         }
-        set_final_newline(&mut out, final_newline, dominant, tail);
+        set_final_newline(&mut out, final_newline, &dominant, tail);
         // The ending of the last line may have been added or removed: its
         // span (and that of an empty line the removal took) is scanned again.
         while table.last().is_some_and(|&s| s >= out.len()) {
@@ -441,7 +511,12 @@ impl Document {
     /// The endings for `count` lines that replace the lines in `range`: the
     /// replaced line's own ending where there was one at that position, else the
     /// ending of the nearest neighbour, else the document's dominant one.
-    fn endings_for(&self, range: Range<usize>, count: usize, dominant: Eol) -> Vec<Eol> {
+    fn endings_for(
+        &self,
+        range: Range<usize>,
+        count: usize,
+        dominant: &dyn Fn() -> Eol,
+    ) -> Vec<Eol> {
         let fallback = {
             let above = range.start.checked_sub(1).map(|i| self.eol(i));
             let below = (range.end < self.lines.len()).then(|| self.eol(range.end));
@@ -450,7 +525,7 @@ impl Document {
                 .into_iter()
                 .flatten()
                 .find(|e| *e != Eol::None);
-            pick.unwrap_or(dominant)
+            pick.unwrap_or_else(dominant)
         };
         (0..count)
             .map(|j| {
@@ -484,13 +559,13 @@ pub fn line_hash(line: &str) -> String {
 /// Makes `text` end with a newline (of kind `eol`) or not, touching only its
 /// end. `tail` is the ending written after the last line, when known: only
 /// that is removed, so content ending in a lone `\r` keeps it.
-fn set_final_newline(text: &mut String, wanted: bool, eol: Eol, tail: Option<Eol>) {
+fn set_final_newline(text: &mut String, wanted: bool, eol: &dyn Fn() -> Eol, tail: Option<Eol>) {
     if text.is_empty() {
         return;
     }
     let has = text.ends_with('\n');
     if wanted && !has {
-        text.push_str(eol.as_str());
+        text.push_str(eol().as_str());
     } else if !wanted && has {
         text.pop();
         if tail != Some(Eol::Lf) && text.ends_with('\r') {
@@ -667,6 +742,33 @@ mod tests {
             let Ok(edit) = edit.finish() else { continue };
             let after = doc.apply(&edit);
             assert_eq!(after.lines, line_table(after.text()), "{:?}", after.text());
+        }
+    }
+
+    /// A file decoded with side work (on a thread of its own when large) is
+    /// the document `from_vec` makes, BOM and errors alike, and the side
+    /// work sees the file's bytes as read, BOM included.
+    #[test]
+    fn decoding_with_side_work_is_decoding() {
+        let body = "fn f() {}\r\n// é\n".repeat(SIDE_THREAD_MIN / 10);
+        let mut cases: Vec<Vec<u8>> = Vec::new();
+        for text in [&body[..], "", "small\n"] {
+            cases.push(text.as_bytes().to_vec());
+            cases.push([BOM.as_bytes(), text.as_bytes()].concat());
+        }
+        let mut bad = body.as_bytes().to_vec();
+        bad[SIDE_THREAD_MIN - 3] = 0xff;
+        cases.push(bad.clone());
+        bad[SIDE_THREAD_MIN - 3] = 0;
+        cases.push(bad);
+        for bytes in cases {
+            let (doc, seen) = Document::from_vec_with(bytes.clone(), |b| b.to_vec());
+            assert_eq!(seen, bytes);
+            let plain = Document::from_vec(bytes);
+            assert_eq!(doc, plain);
+            if let (Ok(doc), Ok(plain)) = (doc, plain) {
+                assert_eq!(doc.lines, plain.lines);
+            }
         }
     }
 

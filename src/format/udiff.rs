@@ -960,10 +960,15 @@ fn resolve_hunk(
     // Only a new side that adds a line the old side lacks proves anything by
     // being there (locate.md): a deletion's new side is its context, which
     // stands in the file whether or not the deletion was made.
-    let proves = super::locate::proves_applied(&old, &new);
-    let shows = super::locate::deletion_shows(&old, &kept_lines(&h.lines));
+    // Both looked at only when a step below needs them: a hunk placed at its
+    // stated line of a verified file (step 0) needs neither.
+    let proves_once = std::cell::OnceCell::new();
+    let proves = || *proves_once.get_or_init(|| super::locate::proves_applied(&old, &new));
+    let shows_once = std::cell::OnceCell::new();
+    let shows =
+        || *shows_once.get_or_init(|| super::locate::deletion_shows(&old, &kept_lines(&h.lines)));
     let new_exactly = || -> Vec<Match> {
-        if new.is_empty() || !h.has_context() || !proves {
+        if new.is_empty() || !h.has_context() || !proves() {
             return Vec::new();
         }
         let exact = MatchOptions {
@@ -1031,9 +1036,9 @@ fn resolve_hunk(
             return None;
         }
         let allowed = if require_proof {
-            proves
+            proves()
         } else {
-            !proves && (ctx.verified || shows)
+            !proves() && (ctx.verified || shows())
         };
         if !allowed {
             return None;

@@ -71,8 +71,8 @@ struct Grammar {
     /// Whether an innermost ERROR node (given the source) is the grammar's
     /// gap, not the code's: a construct the compiler accepts.
     gap: fn(Node<'_>, &[u8]) -> bool,
-    /// The lexical scan of a whole file (see [`lex`]).
-    lex: fn(&str) -> Vec<lex::LineLex>,
+    /// The lexical scan (see [`lex`]).
+    lex: lex::Lexer,
     /// The regions around a change that parse on their own, innermost first
     /// (see [`slice`]).
     slices: fn(&slice::Sides<'_>, &splice::DiffRun) -> Vec<slice::Slice>,
@@ -89,7 +89,7 @@ static REGISTRY: &[Grammar] = &[
         extra: Some(python_indentation),
         starts_item: python_item,
         gap: |_, _| false,
-        lex: lex::python,
+        lex: lex::python_from,
         slices: slice::python,
     },
     Grammar {
@@ -98,7 +98,7 @@ static REGISTRY: &[Grammar] = &[
         extra: None,
         starts_item: rust_item,
         gap: rust_gap,
-        lex: lex::rust,
+        lex: lex::rust_from,
         slices: slice::rust,
     },
 ];
@@ -1266,6 +1266,30 @@ mod tests {
         assert_eq!(
             fast_slices("m.rs", RS_IMPL, &two),
             Some(vec![(11..12, 11..12), (16..17, 16..17)])
+        );
+    }
+
+    /// Many scattered one-line changes in a large file (16 in 8,000 lines:
+    /// the line diff's middle is past its bound) are settled by one small
+    /// slice each, not by parsing the region between the first and the last
+    /// change as one.
+    #[test]
+    fn scattered_changes_in_a_large_file_are_settled_one_by_one() {
+        let before: String = (0..1000)
+            .map(|i| format!("fn f{i}() -> u32 {{\n    let a = {i};\n    let b = a + 1;\n    b\n}}\n\n// {i}\n\n"))
+            .collect();
+        let after = (0..16).fold(before.clone(), |text, k| {
+            let i = 30 + 60 * k;
+            text.replace(&format!("let a = {i};"), &format!("let a = {i} * 2;"))
+        });
+        let slices = fast_slices("m.rs", &before, &after);
+        let Some(slices) = slices else {
+            panic!("the nested slices did not settle the edit");
+        };
+        assert_eq!(slices.len(), 16, "{slices:?}");
+        assert!(
+            slices.iter().all(|(o, n)| o.len() <= 3 && n.len() <= 3),
+            "{slices:?}"
         );
     }
 

@@ -16,7 +16,7 @@
 
 use std::ops::Range;
 
-use super::lex::LineLex;
+use super::lex::{self, LineLex};
 use crate::splice::DiffRun;
 use crate::text::Document;
 
@@ -73,9 +73,9 @@ impl<'a> Sides<'a> {
         before: &'a Document,
         after: &'a Document,
         runs: &'a [DiffRun],
-        lex: fn(&str) -> Vec<LineLex>,
+        lexer: lex::Lexer,
     ) -> Option<Sides<'a>> {
-        let (old, new) = (lex(before.text()), lex(after.text()));
+        let (old, new) = lex::tables(lexer, before, after);
         // The tables count lines as the documents do (or nothing is offered).
         (old.len() == before.line_count() + 1 && new.len() == after.line_count() + 1).then_some(
             Sides {
