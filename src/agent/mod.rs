@@ -26,6 +26,7 @@
 
 pub mod bench;
 pub mod config;
+pub mod guard;
 pub(crate) mod context;
 pub mod models;
 pub mod permissions;
