@@ -13,6 +13,8 @@ mod agent_run;
 #[cfg(feature = "agent")]
 mod bench;
 #[cfg(feature = "agent")]
+mod bench_local;
+#[cfg(feature = "agent")]
 mod bench_limits;
 #[cfg(all(feature = "agent", feature = "syntax"))]
 mod bench_mutate;
