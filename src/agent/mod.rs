@@ -26,8 +26,8 @@
 
 pub mod bench;
 pub mod config;
-pub mod guard;
 pub(crate) mod context;
+pub mod guard;
 pub mod models;
 pub mod permissions;
 pub mod provider;

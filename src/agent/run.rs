@@ -23,9 +23,11 @@
 //! - A cut-off reply with neither ends the run as [`Ending::Truncated`],
 //!   never as an answer.
 //! - In text mode, a complete reply without an edit while the run has
-//!   changed nothing is answered once with a reminder (and an
-//!   [`Event::NoEdit`] warning); the next such reply is the answer, and is
-//!   warned about again.
+//!   changed nothing ends the run as an answer, with an [`Event::NoEdit`]
+//!   warning for the person (and the JSON stream). The model is not asked
+//!   again: a reply without an edit is also how a model answers a question,
+//!   and a reminder would cost every such task a turn; the benchmark, whose
+//!   tasks all ask for an edit, records the job as `no_edit`.
 //! - The repetition guard ([`guard`](super::guard)) watches the streamed
 //!   text: when it fires the stream is dropped (the server stops generating)
 //!   and the run ends as [`Ending::Looping`]. The stream's usage never
@@ -42,9 +44,7 @@ use super::provider::Provider;
 use super::recover;
 use super::session::{Entry, Session};
 use super::tools::{EditAttempt, Refusal, ToolOutcome, Tools};
-use super::types::{
-    Block, Message, ProviderError, Request, Role, StopReason, StreamEvent, Usage,
-};
+use super::types::{Block, Message, ProviderError, Request, Role, StopReason, StreamEvent, Usage};
 use super::words;
 
 pub use super::words::{ending_looping, ending_truncated, system_prompt};
@@ -250,10 +250,8 @@ pub async fn run_until(
     let mut counted: Option<(u64, usize)> = None;
     let mut overflows = 0;
     let mut proactive = true;
-    // Whether an edit has been written in this run, and whether a text-mode
-    // reply without one has been answered with the reminder.
+    // Whether an edit has been written in this run.
     let mut changed = false;
-    let mut reminded = false;
     let ending = loop {
         if turns >= config.max_turns {
             break Ending::MaxTurns;
@@ -402,19 +400,6 @@ pub async fn run_until(
                     on_event(Event::NoEdit {
                         warning: words::NO_EDIT_WARNING.to_owned(),
                     });
-                    // Said once; after that the reply is the answer.
-                    if !reminded && turns < config.max_turns {
-                        reminded = true;
-                        let message = Message::user(words::no_edit_in_reply(tools.config().format));
-                        record(
-                            &mut session,
-                            Entry::Message {
-                                message: message.clone(),
-                            },
-                        );
-                        messages.push(message);
-                        continue;
-                    }
                 }
                 break Ending::Answered;
             };

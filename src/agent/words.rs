@@ -2627,17 +2627,6 @@ pub(crate) fn edit_cut_off(max_tokens: u32) -> String {
     )
 }
 
-/// To the model: a text-mode reply answered a task without an edit in it,
-/// when no edit has been applied yet in the run.
-pub(crate) fn no_edit_in_reply(format: Format) -> String {
-    format!(
-        "Your reply holds no edit, so nothing was changed. If the task needs a change, \
-         write it now in the {} format, as the instructions show; if no change is needed, \
-         say so in one sentence.",
-        format.name()
-    )
-}
-
 /// For the person (and the JSON event stream): a text-mode reply without an
 /// edit, when the run has changed nothing yet.
 pub(crate) const NO_EDIT_WARNING: &str =
@@ -2676,7 +2665,6 @@ mod ending_tests {
         for (title, text) in [
             ("call_cut_off", call_cut_off("edit", 256)),
             ("edit_cut_off", edit_cut_off(256)),
-            ("no_edit_in_reply", no_edit_in_reply(Format::SearchReplace)),
             ("NO_EDIT_WARNING", NO_EDIT_WARNING.to_owned()),
             ("ending_truncated", ending_truncated(256)),
             (

@@ -91,7 +91,9 @@ impl LocalModel {
             Err(_) => {
                 let _ = server.child.kill();
                 let _ = server.child.wait();
-                let log = log_rx.recv_timeout(Duration::from_secs(5)).unwrap_or_default();
+                let log = log_rx
+                    .recv_timeout(Duration::from_secs(5))
+                    .unwrap_or_default();
                 panic!(
                     "the local model server did not start (run .ci/test to install its \
                      packages):\n{log}"
@@ -227,7 +229,8 @@ fn text_of(message: &Value) -> String {
 /// mode) edit syntax of the format in its text.
 fn attempts_edit(reply: &Value, mode: &str, format: Format) -> bool {
     let called = blocks(reply, "tool_call").any(|c| c["name"] == "edit" || c["name"] == "write");
-    let written = mode == "text" && !matches!(format.parse(&text_of(reply)), Err(ParseError::NoEdits));
+    let written =
+        mode == "text" && !matches!(format.parse(&text_of(reply)), Err(ParseError::NoEdits));
     called || written
 }
 
@@ -323,10 +326,7 @@ fn a_real_local_model_is_benchmarked_honestly() {
         // The server was healthy and fast enough: nothing is the provider's
         // fault or the clock's.
         let failure = r["failure"].as_str();
-        assert!(
-            !matches!(failure, Some("provider" | "timeout")),
-            "{why}"
-        );
+        assert!(!matches!(failure, Some("provider" | "timeout")), "{why}");
         assert_eq!(r["pass"], failure.is_none(), "{why}");
 
         // Tokens: what the server's usage said, turn by turn.
@@ -367,11 +367,16 @@ fn a_real_local_model_is_benchmarked_honestly() {
 
         // How it ended, from the last reply: cut off with nothing to act
         // on is `truncated`, never an answer.
-        let last = t.replies.last().unwrap_or_else(|| panic!("no reply: {why}"));
+        let last = t
+            .replies
+            .last()
+            .unwrap_or_else(|| panic!("no reply: {why}"));
         let last_cut = t.usages.last().unwrap().1 >= MAX_TOKENS;
         let last_acts = blocks(last, "tool_call").next().is_some()
             || attempts_edit(last, mode, Format::SearchReplace);
-        let ending = r["ending"].as_str().unwrap_or_else(|| panic!("no ending: {why}"));
+        let ending = r["ending"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no ending: {why}"));
         if last_cut && !last_acts && t.messages.last() == Some(last) {
             assert_eq!(ending, "truncated", "{why}");
         }
@@ -402,5 +407,8 @@ fn a_real_local_model_is_benchmarked_honestly() {
     let m = server.metrics();
     let prompt = m["llamacpp:prompt_tokens_total"] + m["llamacpp:prompt_tokens_cached_total"];
     assert_eq!(prompt as u64, sum_in, "{m:?}");
-    assert_eq!(m["llamacpp:tokens_predicted_total"] as u64, sum_out, "{m:?}");
+    assert_eq!(
+        m["llamacpp:tokens_predicted_total"] as u64, sum_out,
+        "{m:?}"
+    );
 }

@@ -7,15 +7,17 @@
 #[cfg(feature = "agent")]
 mod agent_context;
 #[cfg(feature = "agent")]
+mod agent_endings;
+#[cfg(feature = "agent")]
 mod agent_provider;
 #[cfg(feature = "agent")]
 mod agent_run;
 #[cfg(feature = "agent")]
 mod bench;
 #[cfg(feature = "agent")]
-mod bench_local;
-#[cfg(feature = "agent")]
 mod bench_limits;
+#[cfg(feature = "agent")]
+mod bench_local;
 #[cfg(all(feature = "agent", feature = "syntax"))]
 mod bench_mutate;
 #[cfg(feature = "agent")]
