@@ -645,6 +645,49 @@ mod tests {
         assert!(Layer::parse("[providers.local]\nrpm = 0\n", "p").is_err());
     }
 
+    /// A project may lower a reply's token limit and a bench job's time and
+    /// make the repetition guard stricter; it may not raise them past the
+    /// user's (or the default), nor turn the guard off.
+    #[test]
+    fn an_untrusted_project_may_only_tighten_reply_and_job_limits() {
+        let user = defaults().merged(Layer::parse("loop_repeats = 16
+", "user").unwrap());
+        let p = Layer::parse(
+            "max_tokens = 1024
+loop_repeats = 8
+task_timeout = 60
+",
+            ".lancet.toml",
+        )
+        .unwrap()
+        .untrusted_project(&user);
+        assert!(p.ignored.is_empty(), "{:?}", p.ignored);
+        assert_eq!(p.layer.max_tokens, Some(1024));
+        assert_eq!(p.layer.loop_repeats, Some(8));
+        assert_eq!(p.layer.task_timeout, Some(60));
+        for (raise, key) in [
+            ("max_tokens = 100000\n", "max_tokens"),
+            ("loop_repeats = 0\n", "loop_repeats"),
+            ("loop_repeats = 1\n", "loop_repeats"),
+            ("loop_repeats = 17\n", "loop_repeats"),
+            ("task_timeout = 601\n", "task_timeout"),
+        ] {
+            let p = Layer::parse(raise, ".lancet.toml")
+                .unwrap()
+                .untrusted_project(&user);
+            assert_eq!(p.ignored, [key], "{raise}");
+            let merged = user.clone().merged(p.layer);
+            assert_eq!(merged.loop_repeats, Some(16), "{raise}");
+            assert_eq!(merged.max_tokens, None, "{raise}");
+            assert_eq!(merged.task_timeout, None, "{raise}");
+        }
+        // Without the user's value, the default guard bounds it.
+        let p = Layer::parse("loop_repeats = 13\n", ".lancet.toml")
+            .unwrap()
+            .untrusted_project(&defaults());
+        assert_eq!(p.ignored, ["loop_repeats"]);
+    }
+
     #[test]
     fn a_trusted_project_keeps_everything_but_trusted() {
         let project = Layer::parse(HOSTILE, ".lancet.toml").unwrap();
