@@ -650,8 +650,14 @@ mod tests {
     /// user's (or the default), nor turn the guard off.
     #[test]
     fn an_untrusted_project_may_only_tighten_reply_and_job_limits() {
-        let user = defaults().merged(Layer::parse("loop_repeats = 16
-", "user").unwrap());
+        let user = defaults().merged(
+            Layer::parse(
+                "loop_repeats = 16
+",
+                "user",
+            )
+            .unwrap(),
+        );
         let p = Layer::parse(
             "max_tokens = 1024
 loop_repeats = 8
