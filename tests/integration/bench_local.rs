@@ -30,7 +30,7 @@ const MAX_TOKENS: u64 = 32;
 
 /// How long the whole bench may take before it counts as hung (a bound on
 /// a child process, far above the tens of seconds it takes).
-const BENCH_DEADLINE: Duration = Duration::from_secs(600);
+const BENCH_DEADLINE: Duration = Duration::from_secs(900);
 
 /// How long the server may take to load the model and answer `/health`.
 const SERVER_DEADLINE: Duration = Duration::from_secs(120);
@@ -239,7 +239,7 @@ fn whole_object(arguments: &str) -> bool {
 }
 
 /// SmolLM2 through `lancet bench`: two tasks × both wires × tool and text
-/// mode, 2 tries, a 32-token reply limit, each job within 120 s.
+/// mode, 2 tries, a 32-token reply limit, each job within 450 s.
 #[test]
 fn a_real_local_model_is_benchmarked_honestly() {
     let server = LocalModel::start();
@@ -248,7 +248,12 @@ fn a_real_local_model_is_benchmarked_honestly() {
     std::fs::create_dir_all(&config).unwrap();
     std::fs::write(
         config.join("config.toml"),
-        format!("max_tokens = {MAX_TOKENS}\ntask_timeout = 120\nturn_timeout = 60\n"),
+        // Generous for a slow machine: the first prompt (the system prompt
+        // and tools, ~2,700 tokens) is read at ~50-125 tokens/s on one
+        // thread, and a retry would make the server count tokens twice.
+        format!(
+            "max_tokens = {MAX_TOKENS}\ntask_timeout = 450\nturn_timeout = 300\nidle_timeout = 300\nmax_retries = 0\n"
+        ),
     )
     .unwrap();
     let out = dir.path().join("out");
