@@ -429,9 +429,10 @@ async fn attempt(
             is_error,
             ..
         } => {
-            // An edit call whose arguments are not JSON at all (a reply cut
-            // off mid-call) never reaches the format, so it carries no
-            // attempt; it was one all the same, and unparsable.
+            // An edit call whose arguments are not JSON at all never
+            // reaches the format, so it carries no attempt; it was one all
+            // the same, and unparsable. (A call cut off at `max_tokens` is
+            // not run and carries `EditAttempt::CutOff`, also `parse`.)
             let attempt = match attempt {
                 Some(a) => a,
                 None if is_error && name == "edit" && job.mode == Mode::Tool => {
