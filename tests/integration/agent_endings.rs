@@ -380,7 +380,8 @@ fn bench_one(wire: Wire, script: Vec<Scripted>, config: &str, mode: &str) -> Val
 /// In the benchmark: a reply cut off with no edit in it is `no_edit` (its
 /// ending `truncated`), never `provider`; an edit call cut off mid-JSON is
 /// a try that failed to parse (`parse`); a text-mode edit cut off is the
-/// same; a turn past its wall-clock limit is `timeout`.
+/// same; a looping reply stopped by the guard is `no_edit` (ending
+/// `looping`, one turn); a turn past its wall-clock limit is `timeout`.
 #[test]
 fn the_bench_records_cut_off_replies_and_slow_turns_honestly() {
     for wire in WIRES {
@@ -423,6 +424,15 @@ fn the_bench_records_cut_off_replies_and_slow_turns_honestly() {
         );
         assert_eq!(r["failure"], "parse", "{wire:?}: {r}");
         assert_eq!(r["tries"], 1, "{wire:?}: {r}");
+
+        let forever = match wire {
+            Wire::OpenAi => Scripted::openai_forever("Let me see. ", Duration::ZERO),
+            Wire::Anthropic => Scripted::anthropic_forever("Let me see. ", Duration::ZERO),
+        };
+        let r = bench_one(wire, vec![forever], "", "tool");
+        assert_eq!(r["failure"], "no_edit", "{wire:?}: {r}");
+        assert_eq!(r["ending"], "looping", "{wire:?}: {r}");
+        assert_eq!(r["turns"], 1, "{wire:?}: {r}");
 
         let r = bench_one(
             wire,

@@ -423,6 +423,9 @@ async fn attempt(
             seen.tokens_in += input_tokens;
             seen.tokens_out += output_tokens;
         }
+        // A reply the repetition guard stopped was a turn, whose usage
+        // never arrived.
+        Event::Looping { .. } => seen.turns += 1,
         Event::ToolResult {
             name,
             attempt,
