@@ -13,10 +13,14 @@
 //! Honest endings (what a reply cut off at `max_tokens` does):
 //!
 //! - Every cut-off reply is announced ([`Event::Truncated`]).
-//! - A tool call whose arguments are not a whole JSON object in a cut-off
-//!   reply is not run: the model gets an error result saying its reply was
-//!   cut off and asking for a smaller step (the turn counts). Calls before
-//!   it in the same reply were complete and run as usual.
+//! - The last tool call of a cut-off reply is not run, nor is any whose
+//!   arguments are not a whole JSON object: the model gets an error result
+//!   saying its reply was cut off and asking for a smaller step (the turn
+//!   counts). The last call is refused even when its arguments parse,
+//!   because the reply may have ended inside it and servers close partial
+//!   JSON before sending it (llama.cpp does): a `write` of half a file would
+//!   look whole. Calls before it were followed by more of the reply, so
+//!   they are whole, and run as usual.
 //! - In text mode, a cut-off reply that holds edit syntax is not applied
 //!   (a cut-off whole file or hunk would write a truncated file); the model
 //!   is told so, as for a cut-off call.
@@ -425,13 +429,14 @@ pub async fn run_until(
         }
         let mut results = Vec::new();
         let mut stop = None;
-        for (id, name, arguments) in calls {
+        let last = calls.len().saturating_sub(1);
+        for (k, (id, name, arguments)) in calls.into_iter().enumerate() {
             on_event(Event::ToolCall {
                 name: name.clone(),
                 arguments: arguments.clone(),
             });
-            // A call cut off mid-arguments is not run (module docs).
-            let outcome = if cut && !whole_object(&arguments) {
+            // The call a cut-off reply ended in is not run (module docs).
+            let outcome = if cut && (k == last || !whole_object(&arguments)) {
                 tools.cut_off(&name, words::call_cut_off(&name, config.max_tokens))
             } else {
                 tools.call(&name, &arguments).await
@@ -594,7 +599,7 @@ fn shown(on_event: &mut (dyn FnMut(Event) + Send), name: &str, outcome: &ToolOut
 }
 
 /// Whether a call's arguments are a whole JSON object (a call cut off
-/// mid-arguments is not).
+/// mid-arguments, as sent without repair, is not).
 fn whole_object(arguments: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(arguments).is_ok_and(|v| v.is_object())
 }

@@ -167,7 +167,9 @@ fn a_reply_cut_off_at_max_tokens_is_truncated_not_answered() {
 /// A tool call cut off mid-JSON is not run (the file stays as it was): the
 /// model gets an error result saying so and asking for a smaller step, and
 /// the run goes on (here to an answer: exit 0). A complete call before it
-/// in the same reply runs.
+/// in the same reply runs. The last call of a cut-off reply is not run even
+/// when its JSON parses: servers close partial JSON (llama.cpp does), so a
+/// cut-off `write` can arrive looking whole.
 #[test]
 fn a_tool_call_cut_off_mid_json_is_not_run_and_the_model_is_told() {
     for wire in WIRES {
@@ -211,6 +213,33 @@ fn a_tool_call_cut_off_mid_json_is_not_run_and_the_model_is_told() {
             "{wire:?}"
         );
         assert_eq!(done(&out)["ending"], "answered", "{wire:?}");
+
+        // Healed by the server: whole JSON, half a file.
+        let server = LlmServer::start(vec![
+            cut_off(
+                wire,
+                "",
+                &[("c1", "write", r#"{"path": "a.txt", "content": "hel"}"#)],
+            ),
+            text(wire, "Stopping here."),
+        ]);
+        let out = run_on(wire, &server, dir.path(), &[], "rewrite a.txt");
+        assert_eq!(out.status.code(), Some(0), "{wire:?}: {}", stderr(&out));
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+            "x\n",
+            "{wire:?}"
+        );
+        let ev = events(&out);
+        let results = of(&ev, "tool_result");
+        assert_eq!(results.len(), 1, "{wire:?}: {ev:?}");
+        assert_eq!(results[0]["is_error"], true, "{wire:?}");
+        assert!(
+            results[0]["content"]
+                .as_str()
+                .unwrap()
+                .contains("was not run")
+        );
     }
 }
 
