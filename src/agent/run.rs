@@ -17,9 +17,9 @@
 //!   arguments are not a whole JSON object: the model gets an error result
 //!   saying its reply was cut off and asking for a smaller step (the turn
 //!   counts). The last call is refused even when its arguments parse,
-//!   because the reply may have ended inside it and servers close partial
-//!   JSON before sending it (llama.cpp does): a `write` of half a file would
-//!   look whole. Calls before it were followed by more of the reply, so
+//!   because the reply may have ended inside it and a server may close
+//!   partial JSON before sending it (llama.cpp's tool-call parser repairs
+//!   partial JSON): a `write` of half a file would look whole. Calls before it were followed by more of the reply, so
 //!   they are whole, and run as usual.
 //! - In text mode, a cut-off reply that holds edit syntax is not applied
 //!   (a cut-off whole file or hunk would write a truncated file); the model

@@ -168,8 +168,8 @@ fn a_reply_cut_off_at_max_tokens_is_truncated_not_answered() {
 /// model gets an error result saying so and asking for a smaller step, and
 /// the run goes on (here to an answer: exit 0). A complete call before it
 /// in the same reply runs. The last call of a cut-off reply is not run even
-/// when its JSON parses: servers close partial JSON (llama.cpp does), so a
-/// cut-off `write` can arrive looking whole.
+/// when its JSON parses: a server may close partial JSON (llama.cpp's
+/// parser repairs it), so a cut-off `write` can arrive looking whole.
 #[test]
 fn a_tool_call_cut_off_mid_json_is_not_run_and_the_model_is_told() {
     for wire in WIRES {
