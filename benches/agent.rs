@@ -312,6 +312,7 @@ fn run_config() -> RunConfig {
         // A known window, as for gpt-4o: the loop estimates the
         // conversation's size every turn (it never compacts here).
         context_window: Some(128_000),
+        loop_repeats: lancet::agent::guard::DEFAULT_LOOP_REPEATS,
     }
 }
 

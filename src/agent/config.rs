@@ -127,6 +127,15 @@ pub struct Layer {
     pub max_retries: Option<u32>,
     /// The most bytes of text and tool arguments in one reply (default 4 MiB).
     pub max_reply_bytes: Option<u64>,
+    /// The most tokens the model may write in one reply (default 8192); a
+    /// reply cut off there is reported as cut off, never as an answer.
+    pub max_tokens: Option<u32>,
+    /// Back-to-back copies of one chunk of a reply's streamed text that stop
+    /// the reply as a loop (default 12; 0 turns the guard off).
+    pub loop_repeats: Option<u32>,
+    /// Seconds one `lancet bench` job may take, every turn, tool and check
+    /// included (default 600).
+    pub task_timeout: Option<u64>,
     /// Named providers.
     #[serde(default)]
     pub providers: BTreeMap<String, Profile>,
@@ -202,6 +211,9 @@ impl Layer {
         self.turn_timeout = over.turn_timeout.or(self.turn_timeout);
         self.max_retries = over.max_retries.or(self.max_retries);
         self.max_reply_bytes = over.max_reply_bytes.or(self.max_reply_bytes);
+        self.max_tokens = over.max_tokens.or(self.max_tokens);
+        self.loop_repeats = over.loop_repeats.or(self.loop_repeats);
+        self.task_timeout = over.task_timeout.or(self.task_timeout);
         for (name, p) in over.providers {
             let base = self.providers.remove(&name).unwrap_or_default();
             self.providers.insert(
@@ -280,6 +292,9 @@ impl Layer {
             turn_timeout,
             max_retries,
             max_reply_bytes,
+            max_tokens,
+            loop_repeats,
+            task_timeout,
             undo,
             fsync,
         } = self;
@@ -390,6 +405,28 @@ impl Layer {
             max_reply_bytes.is_some() && reply.is_none(),
             "max_reply_bytes",
         );
+        // A reply's token limit and a bench job's time may be lowered; the
+        // repetition guard may be made stricter (fewer copies), never
+        // turned off (0) or loosened past the user's value or the default.
+        let tokens = at_most(
+            max_tokens.map(u64::from),
+            beneath.max_tokens.map(u64::from),
+            Some(8192),
+        );
+        drop(max_tokens.is_some() && tokens.is_none(), "max_tokens");
+        let guard_limit = match beneath.loop_repeats {
+            Some(0) => None,
+            Some(n) => Some(u64::from(n)),
+            None => Some(u64::from(super::guard::DEFAULT_LOOP_REPEATS)),
+        };
+        let repeats = at_most(
+            loop_repeats.filter(|n| *n >= 2).map(u64::from),
+            guard_limit,
+            None,
+        );
+        drop(loop_repeats.is_some() && repeats.is_none(), "loop_repeats");
+        let job_time = at_most(task_timeout, beneath.task_timeout, Some(600));
+        drop(task_timeout.is_some() && job_time.is_none(), "task_timeout");
         // The journal may be turned on, never off past the user's own choice.
         let user_undo = beneath.undo.unwrap_or(true);
         let wants_off = undo == Some(false);
@@ -422,6 +459,9 @@ impl Layer {
                 turn_timeout: turn,
                 max_retries: max_retries.filter(|_| retries.is_some()),
                 max_reply_bytes: reply,
+                max_tokens: max_tokens.filter(|_| tokens.is_some()),
+                loop_repeats: loop_repeats.filter(|_| repeats.is_some()),
+                task_timeout: job_time,
                 undo,
                 fsync: fsync_kept,
             },
@@ -603,6 +643,55 @@ mod tests {
             assert!(local.rpm <= NonZeroU32::new(100), "{raise}");
         }
         assert!(Layer::parse("[providers.local]\nrpm = 0\n", "p").is_err());
+    }
+
+    /// A project may lower a reply's token limit and a bench job's time and
+    /// make the repetition guard stricter; it may not raise them past the
+    /// user's (or the default), nor turn the guard off.
+    #[test]
+    fn an_untrusted_project_may_only_tighten_reply_and_job_limits() {
+        let user = defaults().merged(
+            Layer::parse(
+                "loop_repeats = 16
+",
+                "user",
+            )
+            .unwrap(),
+        );
+        let p = Layer::parse(
+            "max_tokens = 1024
+loop_repeats = 8
+task_timeout = 60
+",
+            ".lancet.toml",
+        )
+        .unwrap()
+        .untrusted_project(&user);
+        assert!(p.ignored.is_empty(), "{:?}", p.ignored);
+        assert_eq!(p.layer.max_tokens, Some(1024));
+        assert_eq!(p.layer.loop_repeats, Some(8));
+        assert_eq!(p.layer.task_timeout, Some(60));
+        for (raise, key) in [
+            ("max_tokens = 100000\n", "max_tokens"),
+            ("loop_repeats = 0\n", "loop_repeats"),
+            ("loop_repeats = 1\n", "loop_repeats"),
+            ("loop_repeats = 17\n", "loop_repeats"),
+            ("task_timeout = 601\n", "task_timeout"),
+        ] {
+            let p = Layer::parse(raise, ".lancet.toml")
+                .unwrap()
+                .untrusted_project(&user);
+            assert_eq!(p.ignored, [key], "{raise}");
+            let merged = user.clone().merged(p.layer);
+            assert_eq!(merged.loop_repeats, Some(16), "{raise}");
+            assert_eq!(merged.max_tokens, None, "{raise}");
+            assert_eq!(merged.task_timeout, None, "{raise}");
+        }
+        // Without the user's value, the default guard bounds it.
+        let p = Layer::parse("loop_repeats = 13\n", ".lancet.toml")
+            .unwrap()
+            .untrusted_project(&defaults());
+        assert_eq!(p.ignored, ["loop_repeats"]);
     }
 
     #[test]

@@ -27,6 +27,7 @@
 pub mod bench;
 pub mod config;
 pub(crate) mod context;
+pub mod guard;
 pub mod models;
 pub mod permissions;
 pub mod provider;

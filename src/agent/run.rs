@@ -3,23 +3,55 @@
 //!
 //! Invariants: a tool failure goes back to the model as a result and never
 //! ends the loop; the loop ends on an answer, at the turn limit, when the
-//! model repeats the same failing call ([`REPEAT_LIMIT`] times), or when a
-//! permission needs a person and there is none. Everything the caller shows
-//! arrives as an [`Event`], in order; the transcript records every message.
+//! model repeats the same failing call ([`REPEAT_LIMIT`] times), when a
+//! permission needs a person and there is none, on a reply cut off at
+//! `max_tokens` with nothing in it to act on ([`Ending::Truncated`]), or on
+//! a reply the repetition guard stopped ([`Ending::Looping`]). Everything the
+//! caller shows arrives as an [`Event`], in order; the transcript records
+//! every message.
+//!
+//! Honest endings (what a reply cut off at `max_tokens` does):
+//!
+//! - Every cut-off reply is announced ([`Event::Truncated`]).
+//! - The last tool call of a cut-off reply is not run, nor is any whose
+//!   arguments are not a whole JSON object: the model gets an error result
+//!   saying its reply was cut off and asking for a smaller step (the turn
+//!   counts). The last call is refused even when its arguments parse,
+//!   because the reply may have ended inside it and a server may close
+//!   partial JSON before sending it (llama.cpp's tool-call parser repairs
+//!   partial JSON): a `write` of half a file would look whole. Calls before it were followed by more of the reply, so
+//!   they are whole, and run as usual.
+//! - In text mode, a cut-off reply that holds edit syntax is not applied
+//!   (a cut-off whole file or hunk would write a truncated file); the model
+//!   is told so, as for a cut-off call.
+//! - A cut-off reply with neither ends the run as [`Ending::Truncated`],
+//!   never as an answer.
+//! - In text mode, a complete reply without an edit while the run has
+//!   changed nothing ends the run as an answer, with an [`Event::NoEdit`]
+//!   warning for the person (and the JSON stream). The model is not asked
+//!   again: a reply without an edit is also how a model answers a question,
+//!   and a reminder would cost every such task a turn; the benchmark, whose
+//!   tasks all ask for an edit, records the job as `no_edit`.
+//! - The repetition guard ([`guard`](super::guard)) watches the streamed
+//!   text: when it fires the stream is dropped (the server stops generating)
+//!   and the run ends as [`Ending::Looping`]. The stream's usage never
+//!   arrived, so that turn's tokens are not counted. A turn's wall-clock
+//!   limit is the provider's (`turn_timeout`: [`ProviderError::LimitReached`]).
 
 use std::collections::HashMap;
 
 use serde::Serialize;
 
 use super::context;
+use super::guard::{LoopGuard, Looped};
 use super::provider::Provider;
 use super::recover;
 use super::session::{Entry, Session};
 use super::tools::{EditAttempt, Refusal, ToolOutcome, Tools};
-use super::types::{Block, Message, ProviderError, Request, Role, StreamEvent, Usage};
+use super::types::{Block, Message, ProviderError, Request, Role, StopReason, StreamEvent, Usage};
 use super::words;
 
-pub use super::words::system_prompt;
+pub use super::words::{ending_looping, ending_truncated, system_prompt};
 
 /// The same failing call (tool and arguments) this many times ends the run.
 pub const REPEAT_LIMIT: usize = 3;
@@ -39,6 +71,10 @@ pub struct RunConfig {
     /// compacted before it passes 80 % of it. Without it, compaction happens
     /// when the provider reports an overflow.
     pub context_window: Option<u64>,
+    /// Back-to-back copies of one chunk of streamed text that stop a reply
+    /// as a loop ([`guard`](super::guard); 0 turns the guard off; default
+    /// [`DEFAULT_LOOP_REPEATS`](super::guard::DEFAULT_LOOP_REPEATS)).
+    pub loop_repeats: u32,
 }
 
 /// Something that happened, for the caller to show.
@@ -84,6 +120,24 @@ pub enum Event {
         /// The model's summary, when earlier turns were summarised.
         summary: Option<String>,
     },
+    /// The model's reply was cut off at its `max_tokens` (what happens
+    /// next: see the module docs).
+    Truncated {
+        /// The limit it hit.
+        max_tokens: u32,
+    },
+    /// The repetition guard stopped the reply's stream.
+    Looping {
+        /// The chunk that repeated.
+        chunk: String,
+        /// How many times in a row.
+        repeats: usize,
+    },
+    /// Text mode: a reply without an edit while nothing has been changed.
+    NoEdit {
+        /// The warning, for the person.
+        warning: String,
+    },
     /// Tokens one model turn used.
     Usage {
         /// Prompt tokens.
@@ -108,6 +162,26 @@ pub enum Ending {
     /// The caller asked the loop to stop before the next model turn
     /// ([`run_until`]; the benchmark, when a task's tries are used up).
     Stopped,
+    /// The last reply was cut off at `max_tokens` with nothing in it to act
+    /// on (no complete call, no edit): not an answer.
+    Truncated,
+    /// The repetition guard stopped the last reply.
+    Looping,
+}
+
+impl Ending {
+    /// The name in JSON (`answered`, `max_turns`, `truncated`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Ending::Answered => "answered",
+            Ending::MaxTurns => "max_turns",
+            Ending::Repeating => "repeating",
+            Ending::NoTerminal => "no_terminal",
+            Ending::Stopped => "stopped",
+            Ending::Truncated => "truncated",
+            Ending::Looping => "looping",
+        }
+    }
 }
 
 /// A finished run.
@@ -180,6 +254,8 @@ pub async fn run_until(
     let mut counted: Option<(u64, usize)> = None;
     let mut overflows = 0;
     let mut proactive = true;
+    // Whether an edit has been written in this run.
+    let mut changed = false;
     let ending = loop {
         if turns >= config.max_turns {
             break Ending::MaxTurns;
@@ -223,13 +299,28 @@ pub async fn run_until(
             tools: tools.specs(),
             max_tokens: config.max_tokens,
         };
-        let reply = provider
-            .complete(&request, &mut |e| {
-                if let StreamEvent::Text(text) = e {
-                    on_event(Event::Text { text });
-                }
-            })
-            .await;
+        let reply = match guarded(provider, &request, config.loop_repeats, on_event).await {
+            Ok(reply) => reply,
+            Err((looped, text)) => {
+                // What streamed before the guard fired is the model's turn.
+                let message = Message {
+                    role: Role::Assistant,
+                    blocks: vec![Block::Text { text }],
+                };
+                on_event(Event::Looping {
+                    chunk: looped.chunk,
+                    repeats: looped.repeats,
+                });
+                record(
+                    &mut session,
+                    Entry::Message {
+                        message: message.clone(),
+                    },
+                );
+                messages.push(message);
+                break Ending::Looping;
+            }
+        };
         let reply = match reply {
             Ok(reply) => reply,
             // Too long for the model: prune first, then summarise, then give up.
@@ -273,7 +364,13 @@ pub async fn run_until(
             .map(|(id, name, arguments)| (id.to_owned(), name.to_owned(), arguments.to_owned()))
             .collect();
         let text = reply.message.text();
+        let cut = reply.stop == StopReason::MaxTokens;
         messages.push(reply.message);
+        if cut {
+            on_event(Event::Truncated {
+                max_tokens: config.max_tokens,
+            });
+        }
         // A reply without native calls: calls it printed as text, else
         // (text mode) edits written in it, else it is the answer.
         let mut native = true;
@@ -289,14 +386,28 @@ pub async fn run_until(
             calls
         };
         if calls.is_empty() {
-            let applied = if text_mode {
-                tools.apply_text(&text)
-            } else {
+            let applied = if !text_mode {
                 None
+            } else if cut {
+                // A cut-off edit is not applied (module docs).
+                tools
+                    .holds_edit(&text)
+                    .then(|| tools.cut_off("edit", words::edit_cut_off(config.max_tokens)))
+            } else {
+                tools.apply_text(&text)
             };
             let Some(outcome) = applied else {
+                if cut {
+                    break Ending::Truncated;
+                }
+                if text_mode && !changed {
+                    on_event(Event::NoEdit {
+                        warning: words::NO_EDIT_WARNING.to_owned(),
+                    });
+                }
                 break Ending::Answered;
             };
+            changed |= outcome.edit.is_some();
             shown(on_event, "edit", &outcome);
             // As for a refused tool call: nobody can answer, so the run stops.
             let no_terminal = outcome.refusal == Some(Refusal::NoTerminal);
@@ -318,12 +429,19 @@ pub async fn run_until(
         }
         let mut results = Vec::new();
         let mut stop = None;
-        for (id, name, arguments) in calls {
+        let last = calls.len().saturating_sub(1);
+        for (k, (id, name, arguments)) in calls.into_iter().enumerate() {
             on_event(Event::ToolCall {
                 name: name.clone(),
                 arguments: arguments.clone(),
             });
-            let outcome = tools.call(&name, &arguments).await;
+            // The call a cut-off reply ended in is not run (module docs).
+            let outcome = if cut && (k == last || !whole_object(&arguments)) {
+                tools.cut_off(&name, words::call_cut_off(&name, config.max_tokens))
+            } else {
+                tools.call(&name, &arguments).await
+            };
+            changed |= outcome.edit.is_some();
             shown(on_event, &name, &outcome);
             if outcome.refusal == Some(Refusal::NoTerminal) {
                 stop = Some(Ending::NoTerminal);
@@ -369,6 +487,53 @@ pub async fn run_until(
         usage,
         messages,
     })
+}
+
+/// One model turn with the repetition guard watching its text: the reply
+/// (or the provider's error), or — when the guard fired and the stream was
+/// dropped — what it saw and the text streamed until then.
+async fn guarded(
+    provider: &Provider,
+    request: &Request,
+    repeats: u32,
+    on_event: &mut (dyn FnMut(Event) + Send),
+) -> Result<Result<super::types::Reply, ProviderError>, (Looped, String)> {
+    let mut guard = LoopGuard::new(repeats);
+    let mut text = String::new();
+    let mut looped: Option<Looped> = None;
+    let fired = tokio::sync::Notify::new();
+    let result = {
+        let mut on_stream = |e: StreamEvent| {
+            let StreamEvent::Text(piece) = e else { return };
+            if looped.is_some() {
+                return;
+            }
+            if let Some(l) = guard.push(&piece) {
+                looped = Some(l);
+                fired.notify_one();
+            }
+            text.push_str(&piece);
+            on_event(Event::Text { text: piece });
+        };
+        let complete = provider.complete(request, &mut on_stream);
+        tokio::select! {
+            biased;
+            () = fired.notified() => None,
+            r = complete => Some(r),
+        }
+    };
+    match (result, looped) {
+        (_, Some(l)) => Err((l, text)),
+        (Some(r), None) => Ok(r),
+        // `fired` is only notified with `looped` set.
+        (None, None) => Err((
+            Looped {
+                chunk: String::new(),
+                repeats: 0,
+            },
+            text,
+        )),
+    }
 }
 
 /// Asks the model to summarise the conversation, and restarts it from the
@@ -431,6 +596,12 @@ fn shown(on_event: &mut (dyn FnMut(Event) + Send), name: &str, outcome: &ToolOut
         is_error: outcome.is_error,
         attempt: outcome.attempt.clone(),
     });
+}
+
+/// Whether a call's arguments are a whole JSON object (a call cut off
+/// mid-arguments, as sent without repair, is not).
+fn whole_object(arguments: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(arguments).is_ok_and(|v| v.is_object())
 }
 
 /// Counts a failing call; `true` once the same one failed [`REPEAT_LIMIT`] times.

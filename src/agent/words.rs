@@ -1043,6 +1043,7 @@ mod bench_tests {
             detail: None,
             wrong_place: false,
             tier: None,
+            ending: None,
         }
     }
 
@@ -2357,6 +2358,7 @@ mod bench_report_tests {
             detail: None,
             wrong_place: false,
             tier: None,
+            ending: None,
         }
     }
 
@@ -2597,6 +2599,81 @@ mod bench_bar_tests {
         .map(|(k, v)| format!("## {k}\n{v}\n"))
         .collect::<Vec<_>>()
         .join("\n");
+        insta::assert_snapshot!(out);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Honest endings: a reply cut off at `max_tokens`, a reply that loops, a
+// text-mode reply without an edit
+
+/// To the model: a tool call of its reply was cut off at the reply's token
+/// limit, so it was not run.
+pub(crate) fn call_cut_off(name: &str, max_tokens: u32) -> String {
+    format!(
+        "Your reply was cut off at its limit of {max_tokens} tokens in the middle of this \
+         `{name}` call, so the call was not run. Take a smaller step: split a large edit \
+         into several small ones, and keep the text around your calls short."
+    )
+}
+
+/// To the model: a text-mode reply holding an edit was cut off at the token
+/// limit, so nothing in it was applied.
+pub(crate) fn edit_cut_off(max_tokens: u32) -> String {
+    format!(
+        "Your reply was cut off at its limit of {max_tokens} tokens, so the edit in it may be \
+         incomplete and nothing was applied. Write a smaller edit: change a few lines at a \
+         time, quote only the lines the change needs, and keep the text around it short."
+    )
+}
+
+/// For the person (and the JSON event stream): a text-mode reply without an
+/// edit, when the run has changed nothing yet.
+pub(crate) const NO_EDIT_WARNING: &str =
+    "the reply holds no edit and nothing has been changed yet (text mode)";
+
+/// For the person: why a run ended on a reply cut off at `max_tokens`.
+pub fn ending_truncated(max_tokens: u32) -> String {
+    format!(
+        "stopped: the model's reply was cut off at its limit of {max_tokens} tokens \
+         (raise max_tokens in the configuration, or ask for a smaller step)"
+    )
+}
+
+/// For the person: why a run ended on a reply stopped by the repetition guard.
+pub fn ending_looping(chunk: &str, repeats: usize) -> String {
+    let mut shown: String = chunk.trim().chars().take(60).collect();
+    if shown.len() < chunk.trim().len() {
+        shown.push('…');
+    }
+    let shown = for_terminal(&shown, Layout::Line);
+    format!(
+        "stopped: the model's reply was looping (`{shown}` {repeats} times in a row; \
+         loop_repeats in the configuration sets how many copies stop a reply)"
+    )
+}
+
+#[cfg(test)]
+mod ending_tests {
+    //! The honest endings' words, in a snapshot of their own.
+
+    use super::*;
+
+    #[test]
+    fn ending_words() {
+        let mut out = String::new();
+        for (title, text) in [
+            ("call_cut_off", call_cut_off("edit", 256)),
+            ("edit_cut_off", edit_cut_off(256)),
+            ("NO_EDIT_WARNING", NO_EDIT_WARNING.to_owned()),
+            ("ending_truncated", ending_truncated(256)),
+            (
+                "ending_looping",
+                ending_looping("I will fix the bug now.\x1b[2J ", 14),
+            ),
+        ] {
+            let _ = write!(out, "=== {title} ===\n{text}\n\n");
+        }
         insta::assert_snapshot!(out);
     }
 }

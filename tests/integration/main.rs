@@ -7,6 +7,8 @@
 #[cfg(feature = "agent")]
 mod agent_context;
 #[cfg(feature = "agent")]
+mod agent_endings;
+#[cfg(feature = "agent")]
 mod agent_provider;
 #[cfg(feature = "agent")]
 mod agent_run;
@@ -14,6 +16,8 @@ mod agent_run;
 mod bench;
 #[cfg(feature = "agent")]
 mod bench_limits;
+#[cfg(feature = "agent")]
+mod bench_local;
 #[cfg(all(feature = "agent", feature = "syntax"))]
 mod bench_mutate;
 #[cfg(feature = "agent")]

@@ -544,6 +544,7 @@ mod tests {
             detail: None,
             wrong_place,
             tier: None,
+            ending: None,
         }
     }
 

@@ -198,6 +198,13 @@ pub struct Record {
     /// `fuzzy`, `anchor` for hashline); absent when none was written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tier: Option<String>,
+    /// How the agent loop ended ([`Ending::name`](crate::agent::run::Ending::name):
+    /// `answered`, `truncated` for a reply cut off at `max_tokens`, `looping`,
+    /// `max_turns`, `repeating`, `stopped` when the tries were used up…);
+    /// absent when it did not end by itself (the provider failed, the time
+    /// ran out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ending: Option<String>,
 }
 
 impl Record {
@@ -338,6 +345,9 @@ pub struct BenchConfig {
     pub extra_turns: u32,
     /// The most tokens per reply.
     pub max_tokens: u32,
+    /// Back-to-back copies of one chunk of a reply's text that stop it as a
+    /// loop (0: no guard; see [`RunConfig`](crate::agent::run::RunConfig)).
+    pub loop_repeats: u32,
     /// The bash tool's sandbox (`None`: commands run unconfined).
     pub sandbox: Option<BenchSandbox>,
     /// Where job workspaces are made (each in a fresh directory of its own).
@@ -348,7 +358,8 @@ pub struct BenchConfig {
 
 impl BenchConfig {
     /// The defaults (every format, tool mode, 2 tries, 2 jobs, seed 1, 600 s
-    /// per job, 60 s per check, 8 extra turns), with job workspaces in `scratch`.
+    /// per job, 60 s per check, 8 extra turns, 8192 tokens per reply, the
+    /// default repetition guard), with job workspaces in `scratch`.
     pub fn new(scratch: PathBuf) -> BenchConfig {
         BenchConfig {
             formats: Format::ALL.to_vec(),
@@ -360,6 +371,7 @@ impl BenchConfig {
             check_timeout: Duration::from_secs(60),
             extra_turns: 8,
             max_tokens: 8192,
+            loop_repeats: crate::agent::guard::DEFAULT_LOOP_REPEATS,
             sandbox: None,
             scratch,
             transcripts: None,

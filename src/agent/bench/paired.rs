@@ -371,6 +371,7 @@ mod tests {
             detail: None,
             wrong_place: false,
             tier: None,
+            ending: None,
         }
     }
 

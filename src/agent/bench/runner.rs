@@ -55,7 +55,7 @@ use crate::agent::provider::{Provider, ProviderConfig, Wire};
 use crate::agent::run::{self, Event, RunConfig};
 use crate::agent::sandbox::{Sandbox, SandboxPolicy};
 use crate::agent::tools::{EditAttempt, Tools, ToolsConfig};
-use crate::agent::types::Message;
+use crate::agent::types::{Limit, Message, ProviderError};
 use crate::agent::words;
 use crate::{EditStatus, Format, ParseError, Tier, Workspace};
 
@@ -220,6 +220,8 @@ struct Seen {
     last: Option<(EditAttempt, bool)>,
     /// The loosest matcher tier among the edits written.
     tier: Option<Tier>,
+    /// How the loop ended, when it did.
+    ending: Option<run::Ending>,
 }
 
 /// How the loop ended.
@@ -332,6 +334,7 @@ async fn run_job(job: Job, shared: Arc<Shared>) -> Record {
         detail: if failure.is_none() { None } else { detail },
         wrong_place,
         tier: seen.tier.map(|t| t.name().to_owned()),
+        ending: seen.ending.map(|e| e.name().to_owned()),
     }
 }
 
@@ -406,6 +409,7 @@ async fn attempt(
         max_turns: c.tries + c.extra_turns,
         max_tokens: c.max_tokens,
         context_window: None,
+        loop_repeats: c.loop_repeats,
     };
     let messages = vec![Message::user(job.task.instruction.clone())];
     let used_up = AtomicBool::new(false);
@@ -419,15 +423,19 @@ async fn attempt(
             seen.tokens_in += input_tokens;
             seen.tokens_out += output_tokens;
         }
+        // A reply the repetition guard stopped was a turn, whose usage
+        // never arrived.
+        Event::Looping { .. } => seen.turns += 1,
         Event::ToolResult {
             name,
             attempt,
             is_error,
             ..
         } => {
-            // An edit call whose arguments are not JSON at all (a reply cut
-            // off mid-call) never reaches the format, so it carries no
-            // attempt; it was one all the same, and unparsable.
+            // An edit call whose arguments are not JSON at all never
+            // reaches the format, so it carries no attempt; it was one all
+            // the same, and unparsable. (A call cut off at `max_tokens` is
+            // not run and carries `EditAttempt::CutOff`, also `parse`.)
             let attempt = match attempt {
                 Some(a) => a,
                 None if is_error && name == "edit" && job.mode == Mode::Tool => {
@@ -472,11 +480,19 @@ async fn attempt(
         &mut on_event,
         &stop,
     )
-    .await
-    .map(|_| ());
+    .await;
     drop(registration);
     match result {
-        Ok(()) => Ended::Ran,
+        Ok(outcome) => {
+            seen.ending = Some(outcome.ending);
+            Ended::Ran
+        }
+        // A turn past its wall-clock limit is the time running out, not
+        // the provider failing.
+        Err(e @ ProviderError::LimitReached(Limit::Turn(_))) => {
+            *detail = Some(e.to_string());
+            Ended::Timeout
+        }
         Err(e) => Ended::Provider(e.to_string()),
     }
 }
@@ -636,7 +652,8 @@ fn classify(
     }
     if let Some((attempt, true)) = last {
         return Some(match attempt {
-            EditAttempt::Unparsed(_) => FailureKind::Parse,
+            // A cut-off edit could not be read: the model's reply ended in it.
+            EditAttempt::Unparsed(_) | EditAttempt::CutOff => FailureKind::Parse,
             EditAttempt::Refused => FailureKind::Stale,
             EditAttempt::Planned(report) => {
                 let status = report.edits().map(|e| e.status).find(|s| !s.is_ok());

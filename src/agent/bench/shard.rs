@@ -199,6 +199,7 @@ mod tests {
             detail: None,
             wrong_place: false,
             tier: None,
+            ending: None,
         }
     }
 

@@ -176,6 +176,22 @@ impl Tools {
         }
     }
 
+    /// Whether a text-mode reply holds edit syntax of the format (whole or
+    /// not); nothing is applied.
+    pub fn holds_edit(&self, reply: &str) -> bool {
+        !matches!(self.config.format.parse(reply), Err(ParseError::NoEdits))
+    }
+
+    /// The result of a call (or text-mode edit) the loop did not run because
+    /// the reply was cut off in it: an error saying `content`, and for the
+    /// edit tool an [`EditAttempt::CutOff`] attempt.
+    pub fn cut_off(&self, name: &str, content: String) -> ToolOutcome {
+        ToolOutcome {
+            attempt: (Tool::from_name(name) == Some(Tool::Edit)).then_some(EditAttempt::CutOff),
+            ..ToolOutcome::error(content)
+        }
+    }
+
     /// Applies a parsed edit; its attempt is `Refused` unless the engine planned it.
     fn attempt(&mut self, patch: &crate::Patch) -> ToolOutcome {
         let mut outcome = self.apply(patch);

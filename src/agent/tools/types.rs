@@ -101,6 +101,10 @@ pub enum EditAttempt {
     /// The engine planned it: its report (`written` says whether files were
     /// written; `ok` whether every edit was satisfied).
     Planned(Box<ApplyReport>),
+    /// The model's reply was cut off at its token limit in the middle of the
+    /// edit (a call's arguments, or a text-mode reply holding edit syntax),
+    /// so it was neither parsed nor applied.
+    CutOff,
 }
 
 impl ToolOutcome {

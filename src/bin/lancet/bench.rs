@@ -378,6 +378,13 @@ pub(crate) fn bench(args: &BenchArgs) -> Result<Exit, Error> {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, usize::from))
         .max(1);
     config.sandbox = bench_sandbox(&scratch)?;
+    // The reply and job limits of the configuration (`lancet run`'s layers).
+    let layer = run::layers(&run_args(None, None), Path::new("."))?;
+    config.max_tokens = layer.max_tokens.unwrap_or(config.max_tokens);
+    config.loop_repeats = layer.loop_repeats.unwrap_or(config.loop_repeats);
+    config.task_timeout = layer
+        .task_timeout
+        .map_or(config.task_timeout, std::time::Duration::from_secs);
     config.transcripts = Some(out_dir.join("transcripts"));
     let mut results = open_results(results_options().create(true).append(true), &results_path)
         .map_err(|source| Error::BenchOut {

@@ -41,6 +41,8 @@ pub(crate) struct Settings {
     text_mode: bool,
     mode: Mode,
     max_turns: u32,
+    pub(crate) max_tokens: u32,
+    pub(crate) loop_repeats: u32,
     bash_timeout: u64,
     context_window: Option<u64>,
     pub(crate) sandbox: SandboxMode,
@@ -290,6 +292,10 @@ pub(crate) fn settings(args: &RunArgs, root: &Path, models: &Models) -> Result<S
         text_mode,
         mode,
         max_turns: args.max_turns.or(layer.max_turns).unwrap_or(50),
+        max_tokens: layer.max_tokens.unwrap_or(8192),
+        loop_repeats: layer
+            .loop_repeats
+            .unwrap_or(lancet::agent::guard::DEFAULT_LOOP_REPEATS),
         bash_timeout: layer.bash_timeout.unwrap_or(120),
         context_window: profile.context_window,
         idle_timeout: profile.idle_timeout.or(layer.idle_timeout),
@@ -419,8 +425,9 @@ pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
         model: s.model.clone(),
         system,
         max_turns: s.max_turns,
-        max_tokens: 8192,
+        max_tokens: s.max_tokens,
         context_window: s.context_window,
+        loop_repeats: s.loop_repeats,
     };
     // The transcript: the last one continued, or a new one.
     let now = SystemTime::now()
@@ -467,7 +474,12 @@ pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
         .map_err(Error::Runtime)?;
     // Whether stdout ends mid-line (streamed text without its newline).
     let mut open_line = false;
+    // The repetition guard's finding, for the closing line.
+    let mut looped: Option<String> = None;
     let mut show = |e: Event| {
+        if let Event::Looping { chunk, repeats } = &e {
+            looped = Some(run::ending_looping(chunk, *repeats));
+        }
         if let Event::Text { text } = &e {
             open_line = !text.ends_with('\n');
         } else if !matches!(e, Event::Usage { .. }) {
@@ -510,26 +522,28 @@ pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
         }));
     } else {
         let (why, tint) = match outcome.ending {
-            Ending::Answered => ("done", style::GOOD),
+            Ending::Answered => ("done".to_owned(), style::GOOD),
             Ending::MaxTurns => (
-                "stopped: the turn limit was reached (raise it with --max-turns)",
+                "stopped: the turn limit was reached (raise it with --max-turns)".to_owned(),
                 style::NOTICE,
             ),
             Ending::Repeating => (
-                "stopped: the model repeated the same failing call",
+                "stopped: the model repeated the same failing call".to_owned(),
                 style::NOTICE,
             ),
             Ending::NoTerminal => (
-                "stopped: a call needed your confirmation and there is no terminal (pass --yes, or allow it in .lancet.toml)",
+                "stopped: a call needed your confirmation and there is no terminal (pass --yes, or allow it in .lancet.toml)".to_owned(),
                 style::NOTICE,
             ),
             // `lancet run` never asks the loop to stop; the benchmark does.
-            Ending::Stopped => ("stopped", style::NOTICE),
+            Ending::Stopped => ("stopped".to_owned(), style::NOTICE),
+            Ending::Truncated => (run::ending_truncated(s.max_tokens), style::NOTICE),
+            Ending::Looping => (looped.clone().unwrap_or_default(), style::NOTICE),
         };
         let cost = cost.map(|c| format!(", ${c:.4}")).unwrap_or_default();
         anstream::eprintln!(
             "\n{} — {} turn{}, {} tokens in, {} out{cost}",
-            style::paint(tint, why),
+            style::paint(tint, &why),
             outcome.turns,
             if outcome.turns == 1 { "" } else { "s" },
             outcome.usage.input_tokens,
@@ -538,7 +552,12 @@ pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
     }
     Ok(match outcome.ending {
         Ending::Answered => Exit::Success,
-        Ending::MaxTurns | Ending::Repeating | Ending::NoTerminal | Ending::Stopped => Exit::Failed,
+        Ending::MaxTurns
+        | Ending::Repeating
+        | Ending::NoTerminal
+        | Ending::Stopped
+        | Ending::Truncated
+        | Ending::Looping => Exit::Failed,
     })
 }
 
@@ -614,7 +633,12 @@ fn show(e: &Event, json: bool) {
                 None => format!("old tool outputs pruned, ~{pruned} tokens"),
             }
         ),
-        Event::ToolResult { .. } | Event::Usage { .. } => Ok(()),
+        Event::Truncated { max_tokens } => {
+            writeln!(out, "\n[the reply was cut off at {max_tokens} tokens]")
+        }
+        Event::NoEdit { warning } => writeln!(out, "\n[warning: {}]", line(warning)),
+        // The closing line says it.
+        Event::Looping { .. } | Event::ToolResult { .. } | Event::Usage { .. } => Ok(()),
     };
     let _ = out.flush();
 }

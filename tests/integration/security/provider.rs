@@ -428,7 +428,9 @@ fn lancet_run_says_which_limit_or_answer_ended_the_run() {
         (
             "flood",
             Scripted::openai_forever(&"x".repeat(1000), Duration::ZERO),
-            "max_reply_bytes = 65536\n",
+            // The repetition guard would stop this reply first: the cap is
+            // what is pinned here.
+            "max_reply_bytes = 65536\nloop_repeats = 0\n",
         ),
         (
             "silent",
