@@ -68,7 +68,9 @@ fn static_unwinder(cc: &str, out: &Path) {
         return;
     }
     let dir = out.join("static-unwinder");
-    let script = format!("/* -lgcc_s for lancet: the static unwinder (build.rs) */\nINPUT(\"{archive_text}\")\n");
+    let script = format!(
+        "/* -lgcc_s for lancet: the static unwinder (build.rs) */\nINPUT(\"{archive_text}\")\n"
+    );
     if std::fs::create_dir_all(&dir).is_err()
         || std::fs::write(dir.join("libgcc_s.so"), script).is_err()
     {
