@@ -395,9 +395,10 @@ mod unix {
         /// `None` when it (or a directory on it) does not exist. Unlike
         /// [`stat`](Self::stat), the names before the last are followed: only
         /// for a lookup whose every shorter prefix was just found to be a
-        /// real directory, and whose answer a walk through [`open_dir`]
-        /// checks again before anything is opened (one system call instead
-        /// of an open per directory).
+        /// real directory, and whose answer either a walk through
+        /// [`open_dir`] checks again before anything is opened or decides
+        /// nothing that is opened (one system call instead of an open per
+        /// directory).
         pub(crate) fn stat_beneath(&self, rel: &Path) -> io::Result<Option<Meta>> {
             match rfs::statat(&self.fd, rel, AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st) => Ok(Some(meta(&st))),

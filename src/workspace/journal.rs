@@ -612,10 +612,11 @@ pub(crate) fn prune(
     }
 }
 
-/// Whether entry `id` has a manifest that is a regular file (see [`prune`]).
+/// Whether entry `id` has a manifest that is a regular file (see [`prune`]):
+/// one `fstatat` of `<id>/manifest.json` from the journal's handle, `id`
+/// having just been listed as a real directory. Only counting rests on the
+/// answer; whatever is moved or deleted is opened without following.
 fn has_manifest(undo: &StateDir, id: &str) -> bool {
-    let Ok(entry) = undo.dir().open_dir(OsStr::new(id)) else {
-        return false;
-    };
-    matches!(entry.stat(OsStr::new(MANIFEST)), Ok(Some(m)) if m.kind == FileKind::Regular)
+    let path = std::path::Path::new(id).join(MANIFEST);
+    matches!(undo.dir().stat_beneath(&path), Ok(Some(m)) if m.kind == FileKind::Regular)
 }
