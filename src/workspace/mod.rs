@@ -621,7 +621,14 @@ impl Workspace {
     /// the whole absolute path, over and over; a symlink (or any error) says
     /// false, and the caller canonicalises. What this finds is checked again
     /// by [`walk`](Self::walk), which opens each directory without following.
+    ///
+    /// Linux only: elsewhere canonicalising may also change a name's case
+    /// (macOS's realpath gives each name as the disk spells it), which this
+    /// look would not, so two spellings of one file would stop being one path.
     fn plain(&self, full: &Path) -> bool {
+        if !cfg!(target_os = "linux") {
+            return false;
+        }
         let Ok(inside) = full.strip_prefix(&self.root) else {
             return false;
         };
