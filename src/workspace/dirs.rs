@@ -134,6 +134,11 @@ pub(crate) fn kind_of(t: &std::fs::FileType) -> FileKind {
 /// The entries of a directory listing, without `.` and `..`.
 pub(crate) type Names = Vec<OsString>;
 
+/// The entries of a directory listing with their kinds as the listing itself
+/// gives them (`d_type`, never following a symlink; `None` where the file
+/// system does not say), without `.` and `..`.
+pub(crate) type Kinds = Vec<(OsString, Option<FileKind>)>;
+
 #[cfg(unix)]
 mod unix {
     use std::ffi::OsStr;
@@ -144,7 +149,7 @@ mod unix {
 
     use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
 
-    use super::{FileKind, Meta, Names};
+    use super::{FileKind, Kinds, Meta, Names};
 
     /// An open directory.
     #[derive(Debug)]
@@ -153,7 +158,11 @@ mod unix {
     }
 
     fn kind(mode: u32) -> FileKind {
-        match FileType::from_raw_mode(mode as _) {
+        type_kind(FileType::from_raw_mode(mode as _))
+    }
+
+    fn type_kind(t: FileType) -> FileKind {
+        match t {
             FileType::RegularFile => FileKind::Regular,
             FileType::Directory => FileKind::Directory,
             FileType::Symlink => FileKind::Symlink,
@@ -363,6 +372,41 @@ mod unix {
             Ok(out)
         }
 
+        /// The names in this directory with the kinds the listing gives
+        /// (see [`Kinds`]): no `fstatat` per name.
+        pub(crate) fn kinds(&self) -> io::Result<Kinds> {
+            use std::os::unix::ffi::OsStrExt;
+            let mut out = Vec::new();
+            for entry in rfs::Dir::read_from(&self.fd)? {
+                let entry = entry?;
+                let name = entry.file_name().to_bytes();
+                if name != b"." && name != b".." {
+                    let kind = match entry.file_type() {
+                        FileType::Unknown => None,
+                        t => Some(type_kind(t)),
+                    };
+                    out.push((OsStr::from_bytes(name).to_owned(), kind));
+                }
+            }
+            Ok(out)
+        }
+
+        /// What the relative path `rel` is, its last name not followed;
+        /// `None` when it (or a directory on it) does not exist. Unlike
+        /// [`stat`](Self::stat), the names before the last are followed: only
+        /// for a lookup whose every shorter prefix was just found to be a
+        /// real directory, and whose answer either a walk through
+        /// [`open_dir`] checks again before anything is opened or decides
+        /// nothing that is opened (one system call instead of an open per
+        /// directory).
+        pub(crate) fn stat_beneath(&self, rel: &Path) -> io::Result<Option<Meta>> {
+            match rfs::statat(&self.fd, rel, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) => Ok(Some(meta(&st))),
+                Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        }
+
         /// Sets this directory's permission bits.
         pub(crate) fn set_mode(&self, mode: u32) -> io::Result<()> {
             rfs::fchmod(&self.fd, Mode::from_raw_mode(mode as _))?;
@@ -407,7 +451,7 @@ mod portable {
     use std::io;
     use std::path::{Path, PathBuf};
 
-    use super::{FileKind, Meta, Names};
+    use super::{FileKind, Kinds, Meta, Names};
 
     /// An open directory (its path).
     #[derive(Debug)]
@@ -415,9 +459,8 @@ mod portable {
         path: PathBuf,
     }
 
-    fn meta(m: &fs::Metadata) -> Meta {
-        let t = m.file_type();
-        let kind = if t.is_symlink() {
+    fn meta_kind(t: &fs::FileType) -> FileKind {
+        if t.is_symlink() {
             FileKind::Symlink
         } else if t.is_dir() {
             FileKind::Directory
@@ -425,7 +468,11 @@ mod portable {
             FileKind::Regular
         } else {
             FileKind::Other
-        };
+        }
+    }
+
+    fn meta(m: &fs::Metadata) -> Meta {
+        let kind = meta_kind(&m.file_type());
         let mtime = m
             .modified()
             .ok()
@@ -569,6 +616,25 @@ mod portable {
                 out.push(entry?.file_name());
             }
             Ok(out)
+        }
+
+        pub(crate) fn kinds(&self) -> io::Result<Kinds> {
+            let mut out = Vec::new();
+            for entry in fs::read_dir(&self.path)? {
+                let entry = entry?;
+                // Not followed: the entry's own type.
+                let kind = entry.file_type().ok().map(|t| meta_kind(&t));
+                out.push((entry.file_name(), kind));
+            }
+            Ok(out)
+        }
+
+        pub(crate) fn stat_beneath(&self, rel: &Path) -> io::Result<Option<Meta>> {
+            match fs::symlink_metadata(self.path.join(rel)) {
+                Ok(m) => Ok(Some(meta(&m))),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(e),
+            }
         }
 
         pub(crate) fn set_mode(&self, _mode: u32) -> io::Result<()> {

@@ -580,6 +580,9 @@ impl Workspace {
     /// Canonicalises the longest existing ancestor of `full` and refuses it
     /// when it lies outside the root; the missing rest is appended unchanged.
     fn confine(&self, rel: &str, full: &Path) -> Result<PathBuf, WorkspaceError> {
+        if self.plain(full) {
+            return Ok(full.to_path_buf());
+        }
         let mut existing = full;
         loop {
             let err = match fs::canonicalize(existing) {
@@ -607,6 +610,42 @@ impl Workspace {
                 _ => return Err(io_at(existing)(err)),
             }
         }
+    }
+
+    /// Whether `full` (the root joined with a normalised relative path) is
+    /// already what [`confine`](Self::confine) would make of it because no
+    /// name on it below the root is a symlink: each prefix is looked at from
+    /// the root's handle, its last name not followed, until one is missing or
+    /// not a directory (what follows cannot exist). The common case costs one
+    /// `fstatat` per name below the root rather than a `readlink` per name of
+    /// the whole absolute path, over and over; a symlink (or any error) says
+    /// false, and the caller canonicalises. What this finds is checked again
+    /// by [`walk`](Self::walk), which opens each directory without following.
+    ///
+    /// Linux only: elsewhere canonicalising may also change a name's case
+    /// (macOS's realpath gives each name as the disk spells it), which this
+    /// look would not, so two spellings of one file would stop being one path.
+    fn plain(&self, full: &Path) -> bool {
+        if !cfg!(target_os = "linux") {
+            return false;
+        }
+        let Ok(inside) = full.strip_prefix(&self.root) else {
+            return false;
+        };
+        let mut prefix = PathBuf::new();
+        for part in inside.components() {
+            let Component::Normal(part) = part else {
+                return false;
+            };
+            prefix.push(part);
+            match self.dir.stat_beneath(&prefix) {
+                Ok(Some(m)) if m.kind == FileKind::Directory => {}
+                Ok(Some(m)) if m.kind == FileKind::Symlink => return false,
+                Ok(_) => return true,
+                Err(_) => return false,
+            }
+        }
+        true
     }
 
     /// Opens the directory `dir_rel` (canonical, relative to the root) from
@@ -1081,8 +1120,8 @@ impl Workspace {
         // The journal's directory, still open, is pruned here rather than
         // opened again by the caller.
         if let (Some((undo, saved)), Some(id)) = (&journalled, id) {
-            journal::privatize(undo, id, &saved.linked);
-            journal::prune(undo, JOURNAL_KEEP);
+            journal::privatize(saved);
+            journal::prune(undo, JOURNAL_KEEP, id, || self.state(&["pruned"]).ok());
         }
         Ok(())
     }
@@ -1563,6 +1602,33 @@ mod tests {
         }
     }
 
+    /// `resolve` answers what canonicalising gives whether or not a symlink
+    /// is on the path: names without one are looked at from the root's
+    /// handle (`plain`), a symlink inside the root still leads to its target,
+    /// and a path through a file or a missing directory keeps its rest.
+    #[cfg(unix)]
+    #[test]
+    fn resolve_matches_canonicalising() {
+        use std::os::unix::fs::symlink;
+        let (_dir, ws) = setup();
+        fs::create_dir_all(ws.root().join("real/deep")).unwrap();
+        fs::write(ws.root().join("real/deep/f.rs"), b"x\n").unwrap();
+        symlink(ws.root().join("real"), ws.root().join("inner")).unwrap();
+        symlink("deep/f.rs", ws.root().join("real/alias.rs")).unwrap();
+        let cases = [
+            ("real/deep/f.rs", "real/deep/f.rs"),
+            ("real/deep/new.rs", "real/deep/new.rs"),
+            ("real/missing/dir/x.rs", "real/missing/dir/x.rs"),
+            ("real/deep/f.rs/x", "real/deep/f.rs/x"),
+            ("inner/deep/f.rs", "real/deep/f.rs"),
+            ("inner/new/x.rs", "real/new/x.rs"),
+            ("real/alias.rs", "real/deep/f.rs"),
+        ];
+        for (rel, want) in cases {
+            assert_eq!(ws.resolve(rel).unwrap(), ws.root().join(want), "{rel:?}");
+        }
+    }
+
     #[test]
     fn read_missing_and_directory() {
         let (_dir, ws) = setup();
@@ -1786,6 +1852,77 @@ mod tests {
         assert_eq!(journal_len(&ws), JOURNAL_KEEP);
         ws.undo().unwrap();
         assert_eq!(on_disk(&ws, "f.txt").unwrap(), b"23\n");
+    }
+
+    /// Pruning counts only entries that have a manifest toward the twenty
+    /// and deletes none that has no valid one: an entry a crash cut short
+    /// (no manifest, newer than the rest) and an older foreign one (a
+    /// manifest that is not JSON) are both still there after many commits.
+    #[test]
+    fn prune_counts_entries_with_a_manifest_and_keeps_foreign_ones() {
+        let (_dir, ws) = setup();
+        let mut hash = None;
+        let mut commit = |i: usize| {
+            let bytes = format!("{i}\n").into_bytes();
+            ws.commit(&[write("f.txt", &bytes, hash)]).unwrap();
+            hash = Some(content_hash(&bytes));
+        };
+        commit(0);
+        let undo = ws.root().join(".lancet/undo");
+        fs::create_dir(undo.join("0000000000000001-0000000001-00000000000000000000")).unwrap();
+        let foreign = undo.join("0000000000000002-0000000001-00000000000000000000");
+        fs::create_dir(&foreign).unwrap();
+        fs::write(foreign.join("manifest.json"), b"not json").unwrap();
+        let cut_short = undo.join("9999999999999999-0000000001-00000000000000000000");
+        fs::create_dir(&cut_short).unwrap();
+        for i in 1..30 {
+            commit(i);
+        }
+        let ids = ws.entries().unwrap();
+        assert!(ids.contains(&"0000000000000001-0000000001-00000000000000000000".to_owned()));
+        assert!(foreign.join("manifest.json").exists());
+        assert!(cut_short.exists());
+        // The foreign entry is older than the twenty and counts for nothing.
+        assert_eq!(ids.len(), JOURNAL_KEEP + 3);
+        ws.undo().unwrap();
+        assert_eq!(on_disk(&ws, "f.txt").unwrap(), b"28\n");
+    }
+
+    /// Entries pruned past the twenty wait in `.lancet/pruned/` (moved,
+    /// not deleted) until there are ten, then all ten are deleted together;
+    /// undo still reaches the newest.
+    #[test]
+    fn pruned_entries_wait_aside_then_go_together() {
+        let (_dir, ws) = setup();
+        let mut hash = None;
+        let mut commit = |i: usize| {
+            let bytes = format!("{i}\n").into_bytes();
+            ws.commit(&[write("f.txt", &bytes, hash)]).unwrap();
+            hash = Some(content_hash(&bytes));
+        };
+        let pruned = ws.root().join(".lancet/pruned");
+        let waiting = || match fs::read_dir(&pruned) {
+            Ok(names) => names.count(),
+            Err(_) => 0,
+        };
+        for i in 0..JOURNAL_KEEP {
+            commit(i);
+        }
+        assert_eq!(waiting(), 0);
+        for i in 0..journal::PRUNED_BATCH - 1 {
+            commit(JOURNAL_KEEP + i);
+            assert_eq!(journal_len(&ws), JOURNAL_KEEP);
+            assert_eq!(waiting(), i + 1);
+        }
+        commit(JOURNAL_KEEP + journal::PRUNED_BATCH - 1);
+        assert_eq!(waiting(), 0);
+        assert_eq!(journal_len(&ws), JOURNAL_KEEP);
+        ws.undo().unwrap();
+        let last = JOURNAL_KEEP + journal::PRUNED_BATCH - 2;
+        assert_eq!(
+            on_disk(&ws, "f.txt").unwrap(),
+            format!("{last}\n").into_bytes()
+        );
     }
 
     #[test]

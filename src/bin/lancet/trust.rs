@@ -83,6 +83,12 @@ pub(crate) fn project_file<'a>(
     cap: u64,
 ) -> Result<Option<String>, Refused<'a>> {
     let refused = |why| Refused { name, why };
+    // Usually there is no such file: one `lstat` says so, where
+    // canonicalising first costs a `readlink` per name of the root's path.
+    match fs::symlink_metadata(root.join(name)) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        _ => {}
+    }
     let real = match fs::canonicalize(root.join(name)) {
         Ok(real) => real,
         // Absent, or a dangling link: there is nothing to read.

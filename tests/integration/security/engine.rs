@@ -213,6 +213,43 @@ fn pruning_deletes_only_entries_lancet_wrote() {
     );
 }
 
+/// Item 1: pruned entries wait in `.lancet/pruned/`, reached like every
+/// state directory: a `.lancet/pruned` symlink to a directory outside is
+/// never followed (nothing is moved or deleted there; the entries are
+/// pruned in place instead), and undo still works.
+#[test]
+fn a_pruned_directory_symlink_is_not_followed() {
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(outside.path().join("precious"), "keep\n").unwrap();
+    let r = tempfile::tempdir().unwrap();
+    fs::create_dir(r.path().join(".lancet")).unwrap();
+    symlink(outside.path(), r.path().join(".lancet/pruned")).unwrap();
+    write(r.path(), "app.py", "v = 0\n");
+    for i in 0..25 {
+        let out = apply_one(r.path(), &format!("v = {i}\n"), &format!("v = {}\n", i + 1));
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    }
+    let outside_names: Vec<String> = fs::read_dir(outside.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(outside_names, ["precious"]);
+    assert_eq!(
+        fs::read_to_string(outside.path().join("precious")).unwrap(),
+        "keep\n"
+    );
+    assert_eq!(
+        fs::read_dir(r.path().join(".lancet/undo")).unwrap().count(),
+        20
+    );
+    let out = lancet(r.path(), &["undo"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        fs::read_to_string(r.path().join("app.py")).unwrap(),
+        "v = 24\n"
+    );
+}
+
 // ------------------------------------------------------------------ item 2
 
 /// Applies `x = 1` → `x = 2` to `app.py` and returns the journal entry's manifest path.
