@@ -72,8 +72,9 @@ pub mod format;
 pub mod invariants;
 pub mod matcher;
 pub mod report;
-pub mod splice;
 #[cfg(feature = "syntax")]
+mod scan;
+pub mod splice;
 mod syntax;
 mod text;
 mod workspace;

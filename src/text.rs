@@ -167,14 +167,14 @@ impl Document {
                 big_endian: bytes[0] == 0xFE,
             });
         }
-        if let Some(offset) = memchr::memchr(0, bytes) {
+        if let Some(offset) = crate::scan::find(0, bytes) {
             return Err(DecodeError::Binary { offset });
         }
         match std::str::from_utf8(bytes) {
             Ok(text) => Ok(Document::from_text(text)),
             Err(e) => {
                 let offset = e.valid_up_to();
-                let line = memchr::memchr_iter(b'\n', &bytes[..offset]).count() + 1;
+                let line = crate::scan::count(b'\n', &bytes[..offset]) + 1;
                 Err(DecodeError::NotUtf8 { offset, line })
             }
         }
@@ -185,7 +185,7 @@ impl Document {
         // Validate first (same errors as `from_bytes`), then take the buffer as is.
         if bytes.starts_with(&[0xFF, 0xFE])
             || bytes.starts_with(&[0xFE, 0xFF])
-            || memchr::memchr(0, &bytes).is_some()
+            || crate::scan::find(0, &bytes).is_some()
         {
             return Document::from_bytes(&bytes);
         }
@@ -219,7 +219,7 @@ impl Document {
         if bytes.len() < SIDE_THREAD_MIN
             || bytes.starts_with(&[0xFF, 0xFE])
             || bytes.starts_with(&[0xFE, 0xFF])
-            || memchr::memchr(0, &bytes).is_some()
+            || crate::scan::find(0, &bytes).is_some()
         {
             let t = side(&bytes);
             return (Document::from_vec(bytes), t);

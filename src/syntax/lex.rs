@@ -256,7 +256,7 @@ pub(super) fn rust_from(
                 match b {
                     b'\n' => continue,
                     b'/' if bytes.get(k + 1) == Some(&b'/') => {
-                        k = memchr::memchr(b'\n', &bytes[k..]).map_or(n, |p| k + p);
+                        k = crate::scan::find(b'\n', &bytes[k..]).map_or(n, |p| k + p);
                         continue;
                     }
                     b'/' if bytes.get(k + 1) == Some(&b'*') => {
@@ -320,7 +320,7 @@ pub(super) fn rust_from(
                 k += 1;
             }
             Rs::Str => {
-                let Some(p) = memchr::memchr3(b'"', b'\\', b'\n', &bytes[k..]) else {
+                let Some(p) = crate::scan::find3(b'"', b'\\', b'\n', &bytes[k..]) else {
                     break;
                 };
                 k += p;
@@ -338,7 +338,7 @@ pub(super) fn rust_from(
                 }
             }
             Rs::Raw(h) => {
-                let Some(p) = memchr::memchr2(b'"', b'\n', &bytes[k..]) else {
+                let Some(p) = crate::scan::find2(b'"', b'\n', &bytes[k..]) else {
                     break;
                 };
                 k += p;
@@ -359,7 +359,7 @@ pub(super) fn rust_from(
                 }
             }
             Rs::Block(d) => {
-                let Some(p) = memchr::memchr3(b'*', b'/', b'\n', &bytes[k..]) else {
+                let Some(p) = crate::scan::find3(b'*', b'/', b'\n', &bytes[k..]) else {
                     break;
                 };
                 k += p;
@@ -472,7 +472,7 @@ pub(super) fn python_from(
             },
             None => match b {
                 b'#' => {
-                    k = memchr::memchr(b'\n', &bytes[k..]).map_or(n, |p| k + p);
+                    k = crate::scan::find(b'\n', &bytes[k..]).map_or(n, |p| k + p);
                     continue;
                 }
                 b'\'' | b'"' => {
