@@ -27,6 +27,11 @@
 //! block mixes tabs and spaces), and the edit applied literally where its
 //! quoted old lines stand word for word (a lost indentation that made the
 //! quote another block's, such as `    }` / `}`).
+//!
+//! By hand: `LOCATE_CASES=1000` measures more cases per kind,
+//! `LOCATE_DEBUG=1` prints every determined case refused, and
+//! `LOCATE_DUMP=DIR` writes each wrong case's file, edit and expected result
+//! to `DIR` (to replay with `lancet apply`).
 
 use std::path::{Path, PathBuf};
 
@@ -696,6 +701,13 @@ pub(super) fn measure(n: usize) -> ([[Tally; 3]; 4], Vec<String>) {
                     }
                     Err((why, _)) => {
                         t.wrong += 1;
+                        if let Ok(d) = std::env::var("LOCATE_DUMP") {
+                            let k = t.wrong;
+                            let _ = std::fs::write(format!("{d}/w{f}{k}.content"), &case.content);
+                            let _ =
+                                std::fs::write(format!("{d}/w{f}{k}.edit"), render(column, &case));
+                            let _ = std::fs::write(format!("{d}/w{f}{k}.expected"), &case.expected);
+                        }
                         if t.wrong <= 3 {
                             wrongs.push(format!("[{mistake:?}] {why}"));
                         }
