@@ -11,6 +11,9 @@
 //! there are compared and **ambiguity is refused**: two candidates are an error
 //! naming both, unless a line hint picks one (see [`pick_by_hint`]). The fuzzy
 //! tier additionally requires the best window to beat the runner-up by a margin.
+//! A needle too short for the fuzzy tier pools tiers 2–4: its candidates at
+//! every tolerant tier compete (`}` a blank line short and `    }` dedented
+//! are equally likely the quote).
 //!
 //! Owns: locating text, and the alignment of needle lines to document lines
 //! that the splice step uses to keep the file's bytes on lines the edit does
@@ -304,7 +307,12 @@ fn candidates(
     }
     let hay = Haystack::new(doc);
     let pin = Needle::new(needle);
-    let tolerant = tolerant_candidates(doc, &hay, &pin, opts.max_tier, hint, all)?;
+    // A needle too short for the fuzzy tier (`}` / blank) says too little
+    // for the tolerant tiers' order to choose: `}` at another indentation
+    // and `}` with a blank line missing are equally likely the quote, so
+    // their candidates are pooled and several are ambiguous.
+    let pool = pin.chars() < opts.fuzzy_min_chars;
+    let tolerant = tolerant_candidates(doc, &hay, &pin, opts.max_tier, hint, all, pool)?;
     if !tolerant.is_empty() {
         return Ok(tolerant);
     }
@@ -723,6 +731,8 @@ fn classify(doc: &Document, pin: &Needle<'_>, alignment: &[Option<usize>]) -> Op
 /// [`CLASSIFY_LINES`] (a needle of repeated lines against a file of them), a
 /// hint may still pick one window (`all == false`); otherwise the answer is
 /// the ambiguity, every window listed, at the best tier of those classified.
+/// With `pool`, every tolerant tier's candidates are kept, not only the
+/// strictest's (a needle too short to tell them apart).
 fn tolerant_candidates(
     doc: &Document,
     hay: &Haystack,
@@ -730,6 +740,7 @@ fn tolerant_candidates(
     max_tier: Tier,
     hint: Option<usize>,
     all: bool,
+    pool: bool,
 ) -> Result<Vec<Match>, MatchError> {
     let windows = skeleton_windows(hay, pin);
     let per_window = pin.lines.len().max(1);
@@ -780,13 +791,13 @@ fn tolerant_candidates(
         let Some(tier) = classify(doc, pin, &alignment) else {
             continue;
         };
-        if tier > max_tier || best.is_some_and(|b| tier > b) {
+        if tier > max_tier || !pool && best.is_some_and(|b| tier > b) {
             continue;
         }
-        if best.is_some_and(|b| tier < b) {
+        if !pool && best.is_some_and(|b| tier < b) {
             out.clear();
         }
-        best = Some(tier);
+        best = Some(best.map_or(tier, |b| b.min(tier)));
         out.push(Match {
             range,
             tier,

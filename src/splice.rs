@@ -415,6 +415,13 @@ impl Reindent {
         }
         for (n, d) in pairs.iter().filter(|(n, d)| shift(n, d) != common) {
             let (w, dw) = (indent_width(n, tab), indent_width(d, tab));
+            // Most lines quoted at the file's own indentation and this one
+            // at column 0 for an indented file line: it lost its
+            // indentation, and a new line the model put at column 0 means
+            // column 0 (a retype to another indent unit keeps column 0 at 0).
+            if common == 0 && w == 0 {
+                continue;
+            }
             // A line quoted at the file's own width (copied exactly) may share
             // a file width with a shallower quoted one; a line the model
             // shifted may not: that is the lost-indentation line.

@@ -673,7 +673,7 @@ fn resolve_chunk(
                 let allowed = if require_proof {
                     proves
                 } else {
-                    !proves && shows
+                    !proves && shows && !super::locate::short_quote_near(doc, &old, opts)
                 };
                 if !has_context || !allowed {
                     return None;

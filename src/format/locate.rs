@@ -180,6 +180,51 @@ pub(crate) fn deletion_shows<S: AsRef<str>>(old: &[S], kept: &[bool]) -> bool {
     !open_run
 }
 
+/// Whether an old side too short for the approximate step (fewer than
+/// `fuzzy_min_chars` non-space characters: the fuzzy tier never looks for
+/// it) stands somewhere in the file up to [`REMOVED_LINE_TYPOS`] character
+/// edits in all (indentation and whitespace runs ignored, blank lines
+/// skipped). A deletion is taken as made only when its old side is nowhere,
+/// not even approximately; for a short old side the approximate step did not
+/// look, so this does (`    }` / `    oux` / `}` is the file's `    }` /
+/// `    out` / `}` mistyped, and `    }` / `}` standing at the file's end
+/// shows nothing). A long old side's approximate search was the judge: false.
+pub(crate) fn short_quote_near<S: AsRef<str>>(
+    doc: &Document,
+    old: &[S],
+    opts: &MatchOptions,
+) -> bool {
+    let quoted: Vec<String> = old
+        .iter()
+        .map(|l| matcher::normal_body(l.as_ref()))
+        .filter(|l| !l.is_empty())
+        .collect();
+    let chars: usize = quoted
+        .iter()
+        .map(|l| l.chars().filter(|c| !c.is_whitespace()).count())
+        .sum();
+    if quoted.is_empty() || chars >= opts.fuzzy_min_chars {
+        return false;
+    }
+    let lines: Vec<String> = doc
+        .lines()
+        .map(matcher::normal_body)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines.windows(quoted.len()).any(|w| {
+        let mut edits = 0;
+        for (a, b) in quoted.iter().zip(w) {
+            if a != b {
+                edits += strsim::osa_distance(a, b);
+                if edits > REMOVED_LINE_TYPOS {
+                    return false;
+                }
+            }
+        }
+        true
+    })
+}
+
 /// Whether new lines found at `region` are this edit's result: the place the
 /// old side would have matched is there — the caller's position says so
 /// (`at_hint`), or the old side's most similar place in the file overlaps
@@ -226,6 +271,21 @@ mod tests {
         assert!(deletion_shows(
             &["a", "x", "", "b"],
             &[true, false, true, true]
+        ));
+    }
+
+    #[test]
+    fn a_short_quote_with_a_typo_is_near_its_line() {
+        let doc =
+            Document::from_text("fn f() {\n    if x {\n        y(first);\n    }\n    out\n}\n");
+        let opts = MatchOptions::default();
+        assert!(short_quote_near(&doc, &["    }", "    oux", "}"], &opts));
+        assert!(!short_quote_near(&doc, &["    }", "    zzzz", "}"], &opts));
+        // Long enough for the approximate step: it was the judge.
+        assert!(!short_quote_near(
+            &doc,
+            &["        y(first);", "    }", "    oux", "}"],
+            &opts
         ));
     }
 

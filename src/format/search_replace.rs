@@ -1240,7 +1240,9 @@ fn deletion_done(
         return None;
     }
     let kept = super::locate::kept_of(search.len(), &ops_from_diff(search, replace));
-    if !super::locate::deletion_shows(search, &kept) {
+    if !super::locate::deletion_shows(search, &kept)
+        || super::locate::short_quote_near(doc, search, opts)
+    {
         return None;
     }
     let strict = MatchOptions {

@@ -1038,7 +1038,8 @@ fn resolve_hunk(
         let allowed = if require_proof {
             proves()
         } else {
-            !proves() && (ctx.verified || shows())
+            !proves()
+                && (ctx.verified || shows() && !super::locate::short_quote_near(doc, &old, opts))
         };
         if !allowed {
             return None;

@@ -860,23 +860,28 @@ mod locate;
 
 /// Issue 10: one real change to real source text, as search/replace, as a
 /// unified diff and as apply_patch, with typos, whitespace drift or lost
-/// indentation in the quoted old lines: never wrong, and at least 98.5 % of
+/// indentation in the quoted old lines: never wrong, and at least 99 % of
 /// the cases the input determines are applied correctly, in every format.
 #[test]
 fn locate_recall_every_format() {
-    let (tally, wrongs) = locate::measure(LOCATE_CASES);
+    // LOCATE_CASES=600 (or 1000) measures a larger sample by hand.
+    let cases = std::env::var("LOCATE_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(LOCATE_CASES);
+    let (tally, wrongs) = locate::measure(cases);
     let wrong: usize = tally.iter().flatten().map(|t| t.wrong).sum();
     assert_eq!(wrong, 0, "{}", wrongs.join("\n\n"));
     for row in &tally {
         for t in row {
             let det = t.correct + t.refused;
-            // 98.5 %: the sample is drawn from the working tree, so every new
-            // file moves it; on this session's tree it holds 3 conservative
-            // refusals of ~256 (a typo in a short block, a repetitive
-            // 3,000-line table: refused by the fuzzy tier's margin, before
-            // and after the session's changes), 98.8 % (600 cases: 98.4 %).
+            // 99 %: the sample is drawn from the working tree, so every new
+            // file moves it. On this session's tree (issue 10, i10-wrong) the
+            // typo kind holds 1 refusal of 259 determined at 300 cases, 3 of
+            // 511 at 600 and 3 of 850 at 1,000 (99.4–99.6 %); every other
+            // kind 100 %; 0 wrong at 300, 600 and 1,000.
             assert!(
-                t.correct * 1000 >= det * 985,
+                t.correct * 100 >= det * 99,
                 "recall fell: {} correct of {det} determined",
                 t.correct
             );
