@@ -72,9 +72,9 @@ pub mod format;
 pub mod invariants;
 pub mod matcher;
 pub mod report;
-#[cfg(feature = "syntax")]
 mod scan;
 pub mod splice;
+#[cfg(feature = "syntax")]
 mod syntax;
 mod text;
 mod workspace;

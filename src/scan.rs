@@ -34,8 +34,9 @@ pub(crate) fn count(needle: u8, haystack: &[u8]) -> usize {
     }
 }
 
-/// The first of `a` or `b` in `haystack`.
+/// The first of `a` or `b` in `haystack` (the syntax guard's lexer).
 #[cfg(target_arch = "x86_64")]
+#[cfg_attr(not(feature = "syntax"), allow(dead_code))]
 pub(crate) fn find2(a: u8, b: u8, haystack: &[u8]) -> Option<usize> {
     match Two::new(a, b) {
         Some(s) => s.find(haystack),
@@ -43,8 +44,9 @@ pub(crate) fn find2(a: u8, b: u8, haystack: &[u8]) -> Option<usize> {
     }
 }
 
-/// The first of `a`, `b` or `c` in `haystack`.
+/// The first of `a`, `b` or `c` in `haystack` (the syntax guard's lexer).
 #[cfg(target_arch = "x86_64")]
+#[cfg_attr(not(feature = "syntax"), allow(dead_code))]
 pub(crate) fn find3(a: u8, b: u8, c: u8, haystack: &[u8]) -> Option<usize> {
     match Three::new(a, b, c) {
         Some(s) => s.find(haystack),
@@ -53,6 +55,7 @@ pub(crate) fn find3(a: u8, b: u8, c: u8, haystack: &[u8]) -> Option<usize> {
 }
 
 #[cfg(not(target_arch = "x86_64"))]
+#[cfg_attr(not(feature = "syntax"), allow(unused_imports))]
 pub(crate) use memchr::{memchr as find, memchr2 as find2, memchr3 as find3};
 
 /// How many `needle`s `haystack` holds.

@@ -378,6 +378,7 @@ impl Document {
 
     /// The line that holds byte `offset` of [`text`](Self::text): the last
     /// one starting at or before it (0 for an empty document).
+    #[cfg_attr(not(feature = "syntax"), allow(dead_code))]
     pub(crate) fn line_at(&self, offset: usize) -> usize {
         self.lines
             .partition_point(|&s| s <= offset)
