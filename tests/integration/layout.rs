@@ -98,13 +98,14 @@ fn fixture_cases_are_well_formed() {
 }
 
 /// The engine's layers, lowest first. A module may use modules of its own
-/// layer or below, never above: text → matcher → splice/edit → report →
+/// layer or below, never above: scan (byte searches) → text → matcher → splice/edit → report →
 /// feedback → format/syntax → apply. Data sits low (the text model, the
 /// report), words above the data they describe (feedback reads reports and
 /// never a format), and the pipeline on top; the workspace (the disk) is a
 /// leaf the pipeline uses. `lib.rs`, the agent and the binary are outside the
 /// layering.
 const LAYERS: &[&[&str]] = &[
+    &["scan"],
     &["text", "workspace"],
     &["matcher"],
     &["splice", "edit"],

@@ -19,7 +19,7 @@
 //! 0.93 similar and ahead of every other window by at least 0.05; and its
 //! lines do not mix tab and space indentation (then where a new line's
 //! indentation goes, tab or spaces, is a choice the input does not make).
-//! Only determined cases count; the floor is 99 % of them correct, and no
+//! Only determined cases count; the floor is 98.5 % of them correct, and no
 //! case may be wrong (a file changed to anything but the real change, or a
 //! claim that it already is). On an undetermined case two results are
 //! readings of the input, not wrong: the real change with new lines indented
