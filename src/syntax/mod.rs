@@ -276,16 +276,15 @@ fn nested(
             {
                 continue;
             }
-            // The changes inside, in the wrapped slice's lines (after the
-            // wrapper's lines above).
-            let head = cand.wrapper.head_lines();
+            // The changes inside, in the wrapped slice's lines (one wrapper
+            // line above).
             let local: Vec<splice::DiffRun> = runs
                 .iter()
                 .filter(|r| !r.equal && inside(&cand, r))
                 .map(|r| splice::DiffRun {
                     equal: false,
-                    old: r.old.start - cand.old.start + head..r.old.end - cand.old.start + head,
-                    new: r.new.start - cand.new.start + head..r.new.end - cand.new.start + head,
+                    old: r.old.start - cand.old.start + 1..r.old.end - cand.old.start + 1,
+                    new: r.new.start - cand.new.start + 1..r.new.end - cand.new.start + 1,
                 })
                 .collect();
             let wrapped = |doc: &Document, r: &Range<usize>| {
@@ -1268,39 +1267,6 @@ mod tests {
             fast_slices("m.rs", RS_IMPL, &two),
             Some(vec![(11..12, 11..12), (16..17, 16..17)])
         );
-    }
-
-    /// A change between two top-level items (a new function, a changed
-    /// `use`) is settled by the top-level items around it, parsed as they
-    /// stand, not by the whole file: a hunk that edits a method and adds a
-    /// function beside its impl parsed the whole file before.
-    #[test]
-    fn a_new_item_between_items_is_its_own_slice() {
-        let add = RS_IMPL.replace(
-            "\n#[cfg(test)]\n",
-            "\nfn helper() -> u32 {\n    2\n}\n\n#[cfg(test)]\n",
-        );
-        // Lines 20..24 of the new file are the function and a blank line.
-        assert_eq!(
-            fast_slices("m.rs", RS_IMPL, &add),
-            Some(vec![(20..20, 20..24)])
-        );
-        // With a method changed as well, the line diff places the insertion
-        // at the impl's closing `}` (it inserts `}`, a blank line and the
-        // function's head there): the slice is the impl and the function,
-        // still not the file (36 lines).
-        let both = add.replace("y * 2", "y * 3");
-        assert_eq!(
-            fast_slices("m.rs", RS_IMPL, &both),
-            Some(vec![(4..20, 4..24)])
-        );
-        // A new function that does not parse is the edit's error.
-        let broken = RS_IMPL.replace(
-            "\n#[cfg(test)]\n",
-            "\nfn helper( -> u32 {\n    2\n}\n\n#[cfg(test)]\n",
-        );
-        assert_eq!(fast_slices("m.rs", RS_IMPL, &broken), None);
-        assert!(!new_errors("m.rs", RS_IMPL, &broken).is_empty());
     }
 
     /// Many scattered one-line changes in a large file (16 in 8,000 lines:

@@ -7,9 +7,7 @@
 //! `extern` block (parsed in `mod __lancet_probe {…}`, whose grammar rule is
 //! the same), a run of Python statements at one indentation (parsed under
 //! `def __lancet_probe():`, their bytes untouched: a wrapper no clause can
-//! continue, so an `else` cut from its `if` is an error there too), and
-//! last, for Rust, the run of top-level items around the change, parsed as
-//! it stands (a new function between two items has no smaller region). Does not parse (the caller does, old
+//! continue, so an `else` cut from its `if` is an error there too). Does not parse (the caller does, old
 //! and new, and accepts a slice only when both are clean). Invariant: every
 //! boundary is a line outside any string or comment, at the same bracket
 //! depth in the old and the new file (from [`super::lex`]), between
@@ -33,9 +31,6 @@ pub(super) enum Wrapper {
     /// Python statements indented alike, in `def __lancet_probe():` (an
     /// `if True:` would give a stray `elif` at the slice's level a partner).
     Indented,
-    /// Rust items at the top of the file, parsed as they stand (a source
-    /// file is a run of items).
-    File,
 }
 
 impl Wrapper {
@@ -46,7 +41,6 @@ impl Wrapper {
             Wrapper::Block => ("fn __lancet_probe() {\n", "}\n"),
             Wrapper::Items => ("mod __lancet_probe {\n", "}\n"),
             Wrapper::Indented => ("def __lancet_probe():\n", ""),
-            Wrapper::File => ("", ""),
         };
         let eol = if slice.is_empty() || slice.ends_with('\n') {
             ""
@@ -54,16 +48,6 @@ impl Wrapper {
             "\n"
         };
         [head, slice, eol, tail].concat()
-    }
-}
-
-impl Wrapper {
-    /// Lines the wrapper puts before the slice.
-    pub(super) fn head_lines(self) -> usize {
-        match self {
-            Wrapper::File => 0,
-            _ => 1,
-        }
     }
 }
 
@@ -357,51 +341,7 @@ pub(super) fn rust(s: &Sides<'_>, run: &DiffRun) -> Vec<Slice> {
             });
         }
     }
-    out.extend(top_items(s, run));
     out
-}
-
-/// Rust: the run of top-level items around `run`, the outermost region (a
-/// change between two items, such as a new function, has no other): from
-/// the nearest line above it that starts an item in both files to the first
-/// unchanged line below it that does, or the end of the file.
-fn top_items(s: &Sides<'_>, run: &DiffRun) -> Option<Slice> {
-    let (ol, nl) = (&s.old, &s.new);
-    let (a, b) = (run.old.start, run.old.end);
-    let boundary_ok = |lx: &[LineLex], i: usize| lx[i].code && lx[i].depth == 0;
-    // An item starts after the file's start, a `;`, or a `}` when the line
-    // reads like an item (not `else`, `where`, a method chain…).
-    let opens =
-        |prev: u8, line: &str| prev == 0 || prev == b';' || (prev == b'}' && item_like(line));
-    let starts = |lx: &[LineLex], doc: &Document, i: usize| {
-        i < doc.line_count() && boundary_ok(lx, i) && opens(prev_code(lx, i, 0), doc.line(i))
-    };
-    let (st, sn) = (0..=a).rev().find_map(|st| {
-        let sn = s.start_to_new(st)?;
-        (starts(ol, s.before, st) && starts(nl, s.after, sn)).then_some((st, sn))
-    })?;
-    let ends = |lx: &[LineLex], doc: &Document, e: usize| {
-        e == doc.line_count() && boundary_ok(lx, e) || starts(lx, doc, e)
-    };
-    let mut end = None;
-    for e in b..=s.before.line_count() {
-        if let Some(en) = s.to_new(e)
-            && ends(ol, s.before, e)
-            && ends(nl, s.after, en)
-        {
-            end = Some((e, en));
-            break;
-        }
-        if ol[e].min < 0 {
-            break;
-        }
-    }
-    let (e, en) = end?;
-    (stays(ol, st..e, 0) && stays(nl, sn..en, 0)).then_some(Slice {
-        old: st..e,
-        new: sn..en,
-        wrapper: Wrapper::File,
-    })
 }
 
 /// Python: the leading whitespace of a line.
