@@ -491,6 +491,17 @@ pub(crate) fn push_edit(changes: &mut Vec<FileChange>, path: Option<String>, op:
     changes.push(FileChange::edit(path, vec![op]));
 }
 
+/// Drops a BOM the model copied into the first of its lines: the document
+/// keeps the file's BOM apart from its lines, so a copied one would be
+/// written twice.
+pub(crate) fn strip_bom(lines: &mut [String]) {
+    if let Some(first) = lines.first_mut()
+        && let Some(rest) = first.strip_prefix('\u{feff}')
+    {
+        *first = rest.to_owned();
+    }
+}
+
 /// A JSON object as the whole input: a tool call's arguments pasted on the command line.
 fn json_object(input: &str) -> Option<serde_json::Value> {
     let t = input.trim();

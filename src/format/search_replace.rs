@@ -341,8 +341,8 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
             let mut search: Vec<String> = lines[j..d].iter().map(|l| unescape(l)).collect();
             let from = replace_from.unwrap_or(d + 1);
             let mut replace: Vec<String> = lines[from..close].iter().map(|l| unescape(l)).collect();
-            strip_bom(&mut search);
-            strip_bom(&mut replace);
+            super::strip_bom(&mut search);
+            super::strip_bom(&mut replace);
             Split {
                 search,
                 replace,
@@ -369,16 +369,6 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
         changes,
         notes: Vec::new(),
     })
-}
-
-/// Drops a BOM the model copied into a block's first line: the document keeps
-/// the file's BOM apart from its lines, so a copied one would be written twice.
-fn strip_bom(lines: &mut [String]) {
-    if let Some(first) = lines.first_mut() {
-        if let Some(rest) = first.strip_prefix('\u{feff}') {
-            *first = rest.to_owned();
-        }
-    }
 }
 
 /// The edit tool's arguments: `{path, old_string, new_string, replace_all,

@@ -217,12 +217,11 @@ fn resolve_whole(w: &WholeFile, doc: &Document) -> Result<Resolution, EditError>
     // A model that echoes a file as it read it starts the content with the
     // file's BOM: that U+FEFF is the BOM the document keeps apart from its
     // lines, not a character of the first line (written, it would be a
-    // second BOM).
-    let echoed_bom = doc.has_bom() && w.lines.first().is_some_and(|l| l.starts_with('\u{feff}'));
+    // second BOM). A file without one may be given one.
     let unechoed;
-    let w = if echoed_bom {
+    let w = if doc.has_bom() && w.lines.first().is_some_and(|l| l.starts_with('\u{feff}')) {
         let mut lines = w.lines.clone();
-        lines[0].drain(..'\u{feff}'.len_utf8());
+        super::strip_bom(&mut lines);
         unechoed = WholeFile {
             lines,
             source_line: w.source_line,
