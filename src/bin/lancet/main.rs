@@ -90,6 +90,28 @@ fn error_report(e: &Error) -> lancet::ReportJson {
 /// An error's words with control characters escaped: they quote paths,
 /// configuration files and servers' answers, none of which may move the
 /// cursor or retitle the terminal.
+/// `text` and a newline on stdout (or stderr) in one write, as `anstream`'s
+/// macros print: a reader that closed the pipe early is no failure (the
+/// runtime ignores SIGPIPE, so `println!` would panic there), and any other
+/// error panics as theirs do.
+fn print_plain(text: &str, on_stdout: bool) {
+    use std::io::Write;
+    let mut line = String::with_capacity(text.len() + 1);
+    line.push_str(text);
+    line.push('\n');
+    let written = if on_stdout {
+        std::io::stdout().lock().write_all(line.as_bytes())
+    } else {
+        std::io::stderr().lock().write_all(line.as_bytes())
+    };
+    if let Err(e) = written {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            let stream = if on_stdout { "stdout" } else { "stderr" };
+            panic!("failed printing to {stream}: {e}");
+        }
+    }
+}
+
 fn printable(e: &Error) -> String {
     let mut out = String::new();
     for c in e.to_string().chars() {
@@ -250,15 +272,26 @@ fn apply(args: &ApplyArgs) -> Result<Exit, Error> {
         };
         println!("{json}");
     } else if !args.check {
-        let message = style::message(&report, &outline);
+        let on_stdout = report.ok && !args.dry_run;
+        // Tinted only where colour is wanted; an untinted message is printed
+        // by std in one write (see `style::message`).
+        let colour = anstream::ColorChoice::Never
+            != if on_stdout {
+                anstream::AutoStream::choice(&std::io::stdout())
+            } else {
+                anstream::AutoStream::choice(&std::io::stderr())
+            };
+        let message = style::message(&report, &outline, colour);
         if args.dry_run {
             print!("{diff_text}");
-            anstream::eprintln!("{message}");
+        }
+        match (colour, on_stdout) {
+            (true, true) => anstream::println!("{message}"),
+            (true, false) => anstream::eprintln!("{message}"),
+            (false, on_stdout) => print_plain(&message, on_stdout),
+        }
+        if args.dry_run {
             eprintln!("(dry run: nothing was written)");
-        } else if report.ok {
-            anstream::println!("{message}");
-        } else {
-            anstream::eprintln!("{message}");
         }
     }
     Ok(if io_failure {
