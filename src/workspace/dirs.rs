@@ -293,6 +293,15 @@ mod unix {
                     return Err(not_regular(m.kind));
                 }
             }
+            self.open_read_seen(name)
+        }
+
+        /// [`open_read`](Self::open_read) for a caller that has just looked
+        /// at `name` (`stat`) and seen a regular file: not looked at by name
+        /// again, only checked on the descriptor. The window in which a swap
+        /// could put a device there is the one `open_read` has between its
+        /// own look and the open.
+        pub(crate) fn open_read_seen(&self, name: &OsStr) -> io::Result<(File, Meta)> {
             let flags =
                 BASE | OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY;
             let fd = rfs::openat(&self.fd, name, flags, Mode::empty())?;
@@ -567,6 +576,10 @@ mod portable {
                 Some(m) => Err(not_regular(m.kind)),
                 None => Err(io::ErrorKind::NotFound.into()),
             }
+        }
+
+        pub(crate) fn open_read_seen(&self, name: &OsStr) -> io::Result<(File, Meta)> {
+            self.open_read(name)
         }
 
         pub(crate) fn create_new(&self, name: &OsStr, _mode: u32) -> io::Result<File> {

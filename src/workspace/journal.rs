@@ -219,7 +219,8 @@ pub(crate) fn privatize(saved: &Saved) {
         return;
     };
     for name in &saved.linked {
-        if let Ok((file, m)) = files.open_read(OsStr::new(name)) {
+        // `link_original` has looked at each linked copy and seen a regular file.
+        if let Ok((file, m)) = files.open_read_seen(OsStr::new(name)) {
             if m.mode & 0o7777 != FILE_MODE {
                 let _ = super::dirs::set_mode(&file, FILE_MODE);
             }

@@ -740,7 +740,7 @@ impl Workspace {
         if self.regular_meta(dir, name, rel, abs)?.is_none() {
             return Ok(None);
         }
-        let (file, meta) = dir.open_read(name).map_err(io_at(abs))?;
+        let (file, meta) = dir.open_read_seen(name).map_err(io_at(abs))?;
         self.check_size(rel, meta.size)?;
         let mut bytes = Vec::with_capacity(usize::try_from(meta.size).unwrap_or(0));
         // Bounded even if the file grows while it is read.
@@ -779,16 +779,31 @@ impl Workspace {
         Ok(Some(Before { hash, bytes, meta }))
     }
 
+    /// [`hash_seen`](Self::hash_seen) after a look of its own (the tests' way in).
+    #[cfg(test)]
+    fn hash_in(&self, dir: &Dir, name: &OsStr, abs: &Path) -> Result<Option<u64>, WorkspaceError> {
+        let seen = dir.stat(name).map_err(io_at(abs))?;
+        self.hash_seen(dir, name, abs, seen)
+    }
+
     /// The [`content_hash`] of the regular file `name` in `dir`, read through
     /// a small buffer (the last look before a commit needs the hash, not the
     /// bytes: no second copy of a large file is held); `None` when it is
-    /// absent, not a regular file, or larger than the limit.
-    fn hash_in(&self, dir: &Dir, name: &OsStr, abs: &Path) -> Result<Option<u64>, WorkspaceError> {
-        match dir.stat(name).map_err(io_at(abs))? {
+    /// absent, not a regular file, or larger than the limit. `seen` is what
+    /// the caller's look at `name` just saw: the file is not looked at by
+    /// name once more before it is opened.
+    fn hash_seen(
+        &self,
+        dir: &Dir,
+        name: &OsStr,
+        abs: &Path,
+        seen: Option<Meta>,
+    ) -> Result<Option<u64>, WorkspaceError> {
+        match seen {
             Some(m) if m.kind == FileKind::Regular && m.size <= self.max_file_bytes => {}
             _ => return Ok(None),
         }
-        let (file, _) = dir.open_read(name).map_err(io_at(abs))?;
+        let (file, _) = dir.open_read_seen(name).map_err(io_at(abs))?;
         let mut hasher = xxhash_rust::xxh3::Xxh3::new();
         let mut buf = vec![0u8; 64 * 1024];
         let mut total = 0u64;
@@ -1160,7 +1175,7 @@ impl Workspace {
                 if m.kind == FileKind::Regular && m.identity() == before.meta.identity() =>
             {
                 // Same inode, size and mtime; the content decides (mtime ticks coarsely).
-                match self.hash_in(dir, &p.target.name, &abs)? {
+                match self.hash_seen(dir, &p.target.name, &abs, Some(m))? {
                     Some(now) if now == before.hash => Ok(()),
                     _ => Err(stale()),
                 }
