@@ -713,13 +713,23 @@ fn section_change(s: Section, opts: DiffOptions) -> Result<FileChange, ParseErro
 
 /// Whether `input` looks like a unified diff: a hunk header, or a file header pair.
 pub(crate) fn looks_like(input: &str) -> Option<usize> {
-    let lines: Vec<&str> = input.lines().collect();
-    (0..lines.len()).find(|&i| {
-        lines[i].starts_with("diff --git ")
-            || (file_header_at(&lines, i))
-            || (lines[i].starts_with("@@ -")
-                && parse_hunk_header(lines[i]).is_ok_and(|(o, _)| o.is_some()))
-    })
+    // Line by line with one line of lookahead (`file_header_at`'s): a diff
+    // says so on its first line, and detection asks every format, so the
+    // rest of a large diff is not split into a table first.
+    let mut lines = input.lines().peekable();
+    let mut i = 0;
+    while let Some(line) = lines.next() {
+        let header =
+            line.starts_with("--- ") && lines.peek().is_some_and(|next| next.starts_with("+++ "));
+        if line.starts_with("diff --git ")
+            || header
+            || (line.starts_with("@@ -") && parse_hunk_header(line).is_ok_and(|(o, _)| o.is_some()))
+        {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
 }
 
 // ------------------------------------------------------------------ resolving
@@ -1258,6 +1268,51 @@ fn parse_tool_call(args: &Value, opts: DiffOptions) -> Result<Patch, ParseError>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `looks_like` reads line by line with one line of lookahead; it says
+    /// what the search over a table of every line said.
+    #[test]
+    fn looks_like_is_the_search_over_all_lines() {
+        let table = |input: &str| {
+            let lines: Vec<&str> = input.lines().collect();
+            (0..lines.len()).find(|&i| {
+                lines[i].starts_with("diff --git ")
+                    || file_header_at(&lines, i)
+                    || (lines[i].starts_with("@@ -")
+                        && parse_hunk_header(lines[i]).is_ok_and(|(o, _)| o.is_some()))
+            })
+        };
+        let pieces = [
+            "text\n",
+            "diff --git a/x b/x\n",
+            "--- a/x\n",
+            "+++ b/x\n",
+            "@@ -1 +1 @@\n",
+            "@@ -1,2 +0,0 @@\n",
+            "@@ bad\n",
+            "--- \n",
+            "+++ \n",
+            "-x\n",
+            "+y\n",
+            "\n",
+            "--- a",
+            "+++ b",
+        ];
+        // Every sequence of up to four pieces.
+        let mut inputs = vec![String::new()];
+        for _ in 0..4 {
+            let longer: Vec<String> = inputs
+                .iter()
+                .flat_map(|s| pieces.iter().map(move |p| format!("{s}{p}")))
+                .collect();
+            inputs.extend(longer);
+        }
+        inputs.sort();
+        inputs.dedup();
+        for input in &inputs {
+            assert_eq!(looks_like(input), table(input), "{input:?}");
+        }
+    }
 
     #[test]
     fn hunk_headers() {
