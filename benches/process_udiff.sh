@@ -183,7 +183,7 @@ time_case() {
 timer="bash loop (hyperfine not found)"
 command -v hyperfine >/dev/null && timer="hyperfine $(hyperfine --version | cut -d' ' -f2)"
 echo "timer: $timer; $runs runs per tool and case; medians in ms"
-echo "lancet: a real apply (undo journal, temp file, rename; no flush unless `fsync = true`); --check: the same without writing"
+echo 'lancet: a real apply (undo journal, temp file, rename; no flush unless fsync = true); --check: the same without writing'
 printf '%-4s %-46s %6s %5s %8s %8s %8s %7s\n' case "commit file" lines hunks lancet --check patch ratio
 while read -r name label; do
     d=$work/cases/$name
