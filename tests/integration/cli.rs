@@ -531,3 +531,36 @@ fn json_report_on_exit_3() {
     assert!(v["files"].as_array().unwrap().is_empty());
     assert!(v["message"].as_str().unwrap().contains("adir"), "{v}");
 }
+
+/// The summary of an apply is printed untinted in one write where colour is
+/// off; a reader that closed the pipe before it is no failure: the apply is
+/// done, its status stands, nothing panics.
+#[test]
+fn a_closed_stdout_does_not_fail_an_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines: String = (1..=400).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(dir.path().join("a.txt"), &lines).unwrap();
+    // Many hunks: a summary larger than a pipe's buffer would block, not end.
+    let mut diff = String::from("--- a/a.txt\n+++ b/a.txt\n");
+    for i in (5..=400).step_by(10) {
+        diff.push_str(&format!(
+            "@@ -{i},1 +{i},1 @@\n-line {i}\n+line {i} changed\n"
+        ));
+    }
+    std::fs::write(dir.path().join("e.diff"), &diff).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lancet"))
+        .current_dir(dir.path())
+        .args(["apply", "e.diff"])
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let written = std::fs::read_to_string(dir.path().join("a.txt")).unwrap();
+    assert_eq!(written.matches("changed").count(), 40);
+}

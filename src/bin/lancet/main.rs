@@ -87,9 +87,6 @@ fn error_report(e: &Error) -> lancet::ReportJson {
     report
 }
 
-/// An error's words with control characters escaped: they quote paths,
-/// configuration files and servers' answers, none of which may move the
-/// cursor or retitle the terminal.
 /// `text` and a newline on stdout (or stderr) in one write, as `anstream`'s
 /// macros print: a reader that closed the pipe early is no failure (the
 /// runtime ignores SIGPIPE, so `println!` would panic there), and any other
@@ -112,6 +109,9 @@ fn print_plain(text: &str, on_stdout: bool) {
     }
 }
 
+/// An error's words with control characters escaped: they quote paths,
+/// configuration files and servers' answers, none of which may move the
+/// cursor or retitle the terminal.
 fn printable(e: &Error) -> String {
     let mut out = String::new();
     for c in e.to_string().chars() {
