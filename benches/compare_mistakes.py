@@ -14,6 +14,9 @@ cannot be made on this change (no indented hunk, no context line to misspell).
   typo        1-2 characters substituted or deleted in 1-2 quoted lines (never
               a blank line; never making the line equal to a line of the file)
   counts      each hunk's `@@` counts off by one or two (at least one hunk)
+  invent      a context line the file does not have, written mid-quote (between
+              two quoted lines of one hunk, in old and new alike), indented as
+              its neighbour: the model remembered a line that is not there
 
 And the checks of whether the input still determines the answer:
 `occurrences` counts where a hunk's old lines stand in a file, under a
@@ -159,6 +162,40 @@ def counts(hunks: list[Hunk], rng: random.Random) -> list[Hunk] | None:
             nc = nc + d if nc + d > 0 else nc + abs(d)
         h.counts = (oc, nc)
     return out
+
+
+_INVENTED = (
+    "result = compute(value)",
+    "if (ready) { flush(); }",
+    "return self.cache.get(key)",
+    "let state = State::default();",
+    "log.debug(\"checkpoint reached\")",
+    "total += item.size;",
+    "assert len(items) > 0",
+    "# keep the previous behaviour for now",
+)
+
+
+def invent(hunks: list[Hunk], rng: random.Random, file_lines: set[str]) -> list[Hunk] | None:
+    """Insert one invented context line between two quoted lines of one hunk.
+
+    The line stands in no line of the file (`file_lines`: the file's lines,
+    right-stripped), so no reading of the quote finds it."""
+    out = copy.deepcopy(hunks)
+    # (hunk, index): a gap with a quoted (context or `-`) line on each side.
+    spots = [(h, i) for h in out for i in range(1, len(h.lines))
+             if h.lines[i - 1].tag != "+" and h.lines[i].tag != "+"]
+    if not spots:
+        return None
+    h, i = spots[rng.randrange(len(spots))]
+    below = h.lines[i]
+    body, cr = _split_cr(below.text if below.text.strip() else h.lines[i - 1].text)
+    for text in rng.sample(_INVENTED, len(_INVENTED)):
+        line = _indent(body) + text
+        if line.rstrip() not in file_lines:
+            h.lines.insert(i, Line(" ", line + cr))
+            return out
+    return None
 
 
 # ------------------------------------------------------------------ determined?
