@@ -37,7 +37,11 @@ formats it is made in):
                blank, never equal to a line of the file: in any SEARCH line for
                search/replace (REPLACE keeps the true text), in context lines
                only for udiff and apply_patch (there `-` lines are held to the
-               file by design)                                    (udiff, sr, apply-patch)
+               file by design); determined when the lines the typo left intact
+               (non-blank, at their offsets in the quote) stand at one place of
+               the file: a quote left with only `}` and `    }` intact says
+               nothing, and a diff's line number is a hint, never a place of
+               its own (locate.md)                                (udiff, sr, apply-patch)
   counts       `@@` counts off by one or two                      (udiff)
   crlf         the file has CRLF endings (pre- and post-image converted; only
                files without any CR), the edit is written with LF (all five)
@@ -603,11 +607,11 @@ def plan(change: Change, u3: bytes, u0: bytes, args) -> list[Spec]:
         if view is not None and len(view) != n_pre:
             view = None
 
-    def quoted_formats(v, inp, expected, hunks_q, hunks_sr, sr_quoted, determined_q, note=""):
+    def quoted_formats(v, inp, expected, hunks_q, hunks_sr, sr_quoted, determined_q, note="", determined_u=True):
         """udiff + apply-patch from hunks_q, search/replace from hunks_sr (SEARCH from sr_quoted)."""
         if hunks_q is not None:
             if want(v, "udiff"):
-                add(v, "udiff", inp, fmt.render_udiff(header3, hunks_q), expected, True, note=note)
+                add(v, "udiff", inp, fmt.render_udiff(header3, hunks_q), expected, determined_u, note=note)
             if want(v, "apply-patch"):
                 add(v, "apply-patch", inp, fmt.render_apply_patch(path, hunks_q, n_pre), expected,
                     determined_q, note=note)
@@ -683,7 +687,14 @@ def plan(change: Change, u3: bytes, u0: bytes, args) -> list[Spec]:
     if any(want("typo", f) for f in QUOTED):
         t_ctx = mis.typo(h3, rng("typo-context"), " ", pre_set)
         t_sr = mis.typo(h3, rng("typo-search"), " -", pre_set)
-        quoted_formats("typo", pre, post, t_ctx, h3 if t_sr is not None else None, t_sr, uniq_exact)
+        # Determined only where the lines left intact still say where each hunk goes.
+        if t_ctx is not None:
+            det_ctx = uniq_exact and mis.intact_once(pre_l, h3, t_ctx)
+            quoted_formats("typo", pre, post, t_ctx, None, None, det_ctx,
+                           determined_u=mis.intact_once(pre_l, h3, t_ctx))
+        if t_sr is not None:
+            det_sr = uniq_exact and mis.intact_once(pre_l, h3, t_sr)
+            quoted_formats("typo", pre, post, None, h3, t_sr, det_sr)
 
     if want("counts", "udiff"):
         wrong_counts = mis.counts(h3, rng("counts"))

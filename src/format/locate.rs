@@ -149,7 +149,21 @@ pub(crate) fn is_typo_of(quoted: &str, line: &str) -> bool {
     let (na, nb) = (numbers(&a), numbers(&b));
     // The same count of numbers, one of them different: another value.
     let other_value = na.len() == nb.len() && na != nb;
-    !other_value && strsim::osa_distance(&a, &b) <= REMOVED_LINE_TYPOS
+    !other_value && typo_distance(quoted, line, &a, &b) <= REMOVED_LINE_TYPOS
+}
+
+/// Character edits between two lines, indentation aside: on their bodies
+/// with whitespace runs collapsed (`a`, `b`), or as written, whichever is
+/// fewer. Collapsing alone counts a character deleted between two spaces
+/// twice (`deny  read-only` for `deny > read-only`: the `>` and a space),
+/// and the text as written alone counts a drifted run of spaces as edits.
+fn typo_distance(quoted: &str, line: &str, a: &str, b: &str) -> usize {
+    let collapsed = strsim::osa_distance(a, b);
+    if collapsed <= 1 {
+        return collapsed;
+    }
+    let body = |l: &'_ str| -> String { matcher::split_indent(l).1.trim_end().to_owned() };
+    collapsed.min(strsim::osa_distance(&body(quoted), &body(line)))
 }
 
 /// Whether `new` holds a non-blank line `old` lacks, so that finding `new`
@@ -282,6 +296,8 @@ mod tests {
     fn removed_lines_may_carry_typos_but_not_other_words_or_values() {
         assert!(is_typo_of("    B().runn()", "    B().run()"));
         assert!(is_typo_of("return  sefl.x", "return self.x"));
+        // A character deleted between two spaces is one edit, not two.
+        assert!(is_typo_of("deny  read-ony > ask", "deny > read-only > ask"));
         assert!(!is_typo_of("WORKERS = 6", "WORKERS = 4"));
         assert!(!is_typo_of(
             "log(\"parse %d chars\")",
