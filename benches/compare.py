@@ -896,12 +896,16 @@ def run_multi(group: list[Change], args) -> CaseResult:
                           b"".join(x[3] for x in files), determined, files=files,
                           note=f"{len(files)} files: " + ", ".join(x[0] for x in files)))
 
+    # A path line above a block must read as a path (search-replace.md §1: an
+    # extension, a slash or a known name): a bare `benchsuite` is written
+    # `./benchsuite`, as a model names such a file when several are in play.
+    named = lambda p: p if "/" in p or "." in p else "./" + p  # noqa: E731
     if want("udiff"):
         spec("udiff", git(repo, *base, "-U3", parent, commit, "--", *[c.path for c, *_ in parts]), True)
     if expressible:
         if want("search-replace"):
-            spec("search-replace", b"".join(fmt.render_search_replace(c.path, h3) for c, _, h3, *_ in parts),
-                 uniq)
+            spec("search-replace", b"".join(fmt.render_search_replace(named(c.path), h3)
+                                            for c, _, h3, *_ in parts), uniq)
         if want("apply-patch"):
             spec("apply-patch", fmt.render_apply_patch_files([(c.path, h3, n) for c, _, h3, _, n, _ in parts]),
                  uniq)
@@ -909,7 +913,7 @@ def run_multi(group: list[Change], args) -> CaseResult:
             spec("hashline", b"".join(fmt.render_hashline(c.path, fmt.hashline_edits(h0, view, False))
                                       for c, _, _, h0, _, view in parts), True)
         if want("whole"):
-            spec("whole", b"".join(fmt.render_whole(c.path, c.post) for c, *_ in parts),
+            spec("whole", b"".join(fmt.render_whole(named(c.path), c.post) for c, *_ in parts),
                  all(whole_says(c.pre, c.post) for c, *_ in parts))
     for sp in specs:
         tools = ("lancet", "patch", "git") if sp.format == "udiff" else ("lancet",)
