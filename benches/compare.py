@@ -42,7 +42,9 @@ formats it is made in):
                the file: a quote left with only `}` and `    }` intact says
                nothing, and a diff's line number is a hint, never a place of
                its own (locate.md)                                (udiff, sr, apply-patch)
-  counts       `@@` counts off by one or two                      (udiff)
+  counts       `@@` counts off by one or two; not determined when the last
+               hunk counts more lines than it holds (a reply cut off inside
+               its last hunk reads so: unified-diff.md §1.4)      (udiff)
   crlf         the file has CRLF endings (pre- and post-image converted; only
                files without any CR), the edit is written with LF (all five)
   no-eol       the pre- and post-image lack their final newline, the edit is
@@ -699,7 +701,12 @@ def plan(change: Change, u3: bytes, u0: bytes, args) -> list[Spec]:
     if want("counts", "udiff"):
         wrong_counts = mis.counts(h3, rng("counts"))
         if wrong_counts is not None:
-            add("counts", "udiff", pre, fmt.render_udiff(header3, wrong_counts), post, True)
+            # The last hunk counting more lines than it holds reads as a reply cut off
+            # inside it (unified-diff.md §1.4): the lines that would follow are unknown.
+            last = wrong_counts[-1]
+            cut = last.counts is not None and (last.counts[0] > last.old_count()
+                                               or last.counts[1] > last.new_count())
+            add("counts", "udiff", pre, fmt.render_udiff(header3, wrong_counts), post, not cut)
 
     # CRLF file, LF edit
     if b"\r" not in pre and b"\r" not in post and pre:
