@@ -37,8 +37,14 @@ formats it is made in):
                blank, never equal to a line of the file: in any SEARCH line for
                search/replace (REPLACE keeps the true text), in context lines
                only for udiff and apply_patch (there `-` lines are held to the
-               file by design)                                    (udiff, sr, apply-patch)
-  counts       `@@` counts off by one or two                      (udiff)
+               file by design); determined when the lines the typo left intact
+               (non-blank, at their offsets in the quote) stand at one place of
+               the file: a quote left with only `}` and `    }` intact says
+               nothing, and a diff's line number is a hint, never a place of
+               its own (locate.md)                                (udiff, sr, apply-patch)
+  counts       `@@` counts off by one or two; not determined when the last
+               hunk counts more lines than it holds (a reply cut off inside
+               its last hunk reads so: unified-diff.md §1.4)      (udiff)
   crlf         the file has CRLF endings (pre- and post-image converted; only
                files without any CR), the edit is written with LF (all five)
   no-eol       the pre- and post-image lack their final newline, the edit is
@@ -50,9 +56,42 @@ formats it is made in):
                numbers, no `@@` anchor) must refuse ("refused as it should");
                a unified diff still has its line numbers, so it must apply
                (udiff, sr, apply-patch)
+  invented     one context line the file does not have (no line of the file
+               equals it), written between two quoted lines of one hunk, in
+               old and new alike: the quote contradicts the file. Two answers
+               are right: a refusal ("refused as it should": search/replace
+               and apply_patch, whose quote must stand in the file), or the
+               real change with the invented line not written (a context line
+               is never written; a unified diff may pass over up to 2 outer
+               context lines that do not match, unified-diff.md); writing the
+               invented line, or applying elsewhere, is wrong
+                                                                  (udiff, sr, apply-patch)
+  moved        stale line numbers the other way: a block of 3-7 lines
+               strictly outside every -U3 hunk and above the last one cut
+               and put back strictly below the last hunk, so the hunks below
+               the cut stand 3-7 lines higher than numbered; hashline anchors
+               echo the old line and its content; determined as shifted-mid
+                                                                  (udiff, hashline)
   elision      one SEARCH/REPLACE block spanning every hunk, the unchanged
                stretches between hunks written `...` (search-replace.md
                §5.2); only changes with 2 hunks or more             (sr)
+  multi        every changed file of a commit (2-8 files among the replayed
+               changes) in one edit, exact: git's diff of the commit for those
+               paths; the files' search/replace blocks, hashline `@@ file`
+               sections and whole-file fences one after another; one
+               apply_patch envelope. Correct when every file is; determined
+               when every file's exact case is                   (all five)
+
+Where a format has no room for a mistake, the cell is empty on purpose:
+stale line numbers and `@@` counts exist only in udiff and hashline (search/
+replace and apply_patch quote text, whole rewrites); quoted-text mistakes
+(dedent, whitespace, typo, ambiguous, invented) have no quote to spoil in
+hashline (anchors are checked by hash: a spoiled echo is the echo variant's
+business and the hash decides) or whole (the text is the answer); `...`
+elision is grammar only in search/replace (a `...` line in a diff or
+apply_patch chunk is a context line the file lacks, i.e. invented; in a whole
+file it is a placeholder, refused when it drops over 30% of the file, never
+expanded: whole.md §4).
 
 The expected image is the real post-image with the same insertion (filler,
 duplicate) or conversion (CRLF, no final newline) as the input. Search/replace,
@@ -157,7 +196,10 @@ VARIANT_FORMATS = {
     "crlf": ALL,
     "no-eol": ALL,
     "ambiguous": QUOTED,
+    "invented": QUOTED,
+    "moved": ("udiff", "hashline"),
     "elision": ("search-replace",),
+    "multi": ALL,
 }
 VARIANTS = tuple(VARIANT_FORMATS)
 VARIANT_DOC = {
@@ -175,7 +217,10 @@ VARIANT_DOC = {
     "crlf": "CRLF file, LF edit",
     "no-eol": "file without final newline, edit written as if it had one",
     "ambiguous": "a hunk's old lines copied elsewhere (sr, apply-patch must refuse)",
+    "invented": "a context line the file lacks, in a quote (refusal or the real change)",
+    "moved": "a block of 3-7 lines above the last hunk moved below it (hashline: echoed anchors)",
     "elision": "one block over all hunks, `...` between",
+    "multi": "every changed file of a commit in one edit",
 }
 # Table columns: (tool, format).
 COLUMNS = (("lancet", "udiff"), ("patch", "udiff"), ("git", "udiff"), ("lancet", "search-replace"),
@@ -408,6 +453,34 @@ def shifted(change: Change, u3: bytes, where: str):
     return insert_at(pre, pos, block), insert_at(post, new_pos, block), pos + 1
 
 
+def moved(change: Change, u3: bytes):
+    """(input, expected, note) with a block above the last hunk moved below it, or None."""
+    pre, post = split_lines(change.pre), split_lines(change.post)
+    hunks = hunk_ranges(u3)
+    if not hunks or not pre or not change.pre.endswith(b"\n") or not change.post.endswith(b"\n"):
+        return None
+    outside = lambda p: all(p < s or p > s + c for s, c, _, _ in hunks)  # noqa: E731
+    rng = random.Random(seed_of(change.commit, change.path, "moved"))
+    k = rng.randint(3, 7)
+    last_start, last_end = hunks[-1][0], hunks[-1][0] + hunks[-1][1]
+    # The block pre[p:p+k] touches no hunk (every line and both edges outside).
+    starts = [p for p in range(0, last_start - k)
+              if all(outside(x) for x in range(p, p + k + 1))]
+    dests = [q for q in range(last_end + 1, len(pre) + 1) if outside(q)]
+    if not starts or not dests:
+        return None
+    p, q = starts[rng.randrange(len(starts))], dests[rng.randrange(len(dests))]
+    to_new = lambda x: x + sum(nc - oc for s, oc, _, nc in hunks if s + oc < x)  # noqa: E731
+    np_, nq = to_new(p), to_new(q)
+    block = pre[p:p + k]
+    assert post[np_:np_ + k] == block, (change.commit, change.path, p, np_)
+    inp = pre[:p] + pre[p + k:]
+    inp = inp[:q - k] + block + inp[q - k:]
+    exp = post[:np_] + post[np_ + k:]
+    exp = exp[:nq - k] + block + exp[nq - k:]
+    return b"".join(inp), b"".join(exp), f"input lines {p + 1}-{p + k} moved below input line {q}"
+
+
 # ------------------------------------------------------------------ plans
 
 
@@ -422,6 +495,11 @@ class Spec:
     determined: bool
     zero: bool = False      # a -U0 diff (git apply needs --unidiff-zero)
     note: str = ""
+    # Several files in one edit (variant multi): (path, mode, input, expected) each;
+    # `input` and `expected` above are then their concatenations, for the report.
+    files: list | None = None
+    # Two answers are right (variant invented): the expected image, or a refusal.
+    refusal_ok: bool = False
 
 
 def text_lines(data: bytes) -> list[str]:
@@ -516,14 +594,14 @@ def plan(change: Change, u3: bytes, u0: bytes, args) -> list[Spec]:
     # cannot be written in the other formats (SEARCH would equal REPLACE).
     expressible = keep_eol_state(pre, post) != pre
 
-    def add(v, f, inp, edit, expected, determined, zero=False, note=""):
+    def add(v, f, inp, edit, expected, determined, zero=False, note="", refusal_ok=False):
         if f != "udiff" and not expressible:
             return
         if f != "udiff" and expected is not None:
             expected = keep_eol_state(inp, expected)
             if expected == inp:
                 return  # only the final newline changed: not expressible in this format
-        specs.append(Spec(v, f, inp, edit, expected, determined, zero, note))
+        specs.append(Spec(v, f, inp, edit, expected, determined, zero, note, refusal_ok=refusal_ok))
 
     view = None
     if "hashline" in args.formats and any(want(v, "hashline") for v in VARIANTS):
@@ -531,11 +609,11 @@ def plan(change: Change, u3: bytes, u0: bytes, args) -> list[Spec]:
         if view is not None and len(view) != n_pre:
             view = None
 
-    def quoted_formats(v, inp, expected, hunks_q, hunks_sr, sr_quoted, determined_q, note=""):
+    def quoted_formats(v, inp, expected, hunks_q, hunks_sr, sr_quoted, determined_q, note="", determined_u=True):
         """udiff + apply-patch from hunks_q, search/replace from hunks_sr (SEARCH from sr_quoted)."""
         if hunks_q is not None:
             if want(v, "udiff"):
-                add(v, "udiff", inp, fmt.render_udiff(header3, hunks_q), expected, True, note=note)
+                add(v, "udiff", inp, fmt.render_udiff(header3, hunks_q), expected, determined_u, note=note)
             if want(v, "apply-patch"):
                 add(v, "apply-patch", inp, fmt.render_apply_patch(path, hunks_q, n_pre), expected,
                     determined_q, note=note)
@@ -579,6 +657,18 @@ def plan(change: Change, u3: bytes, u0: bytes, args) -> list[Spec]:
             add(f"shifted-{where}", "hashline", inp, fmt.render_hashline(path, edits), exp,
                 decisive(edits, inp, view), note=note)
 
+    # stale line numbers the other way: lines above the last hunk moved below it
+    if want("moved", "udiff") or want("moved", "hashline"):
+        m = moved(change, u3)
+        if m is not None:
+            inp, exp, note = m
+            if want("moved", "udiff"):
+                add("moved", "udiff", inp, fmt.render_udiff(header3, h3), exp, True, note=note)
+            if want("moved", "hashline") and view is not None:
+                edits = fmt.hashline_edits(h0, view, True)
+                add("moved", "hashline", inp, fmt.render_hashline(path, edits), exp,
+                    decisive(edits, inp, view), note=note)
+
     # lost indentation: old and new lines alike
     if any(want("dedent", f) for f in QUOTED):
         d = mis.dedent(h3)
@@ -599,12 +689,24 @@ def plan(change: Change, u3: bytes, u0: bytes, args) -> list[Spec]:
     if any(want("typo", f) for f in QUOTED):
         t_ctx = mis.typo(h3, rng("typo-context"), " ", pre_set)
         t_sr = mis.typo(h3, rng("typo-search"), " -", pre_set)
-        quoted_formats("typo", pre, post, t_ctx, h3 if t_sr is not None else None, t_sr, uniq_exact)
+        # Determined only where the lines left intact still say where each hunk goes.
+        if t_ctx is not None:
+            det_ctx = uniq_exact and mis.intact_once(pre_l, h3, t_ctx)
+            quoted_formats("typo", pre, post, t_ctx, None, None, det_ctx,
+                           determined_u=mis.intact_once(pre_l, h3, t_ctx))
+        if t_sr is not None:
+            det_sr = uniq_exact and mis.intact_once(pre_l, h3, t_sr)
+            quoted_formats("typo", pre, post, None, h3, t_sr, det_sr)
 
     if want("counts", "udiff"):
         wrong_counts = mis.counts(h3, rng("counts"))
         if wrong_counts is not None:
-            add("counts", "udiff", pre, fmt.render_udiff(header3, wrong_counts), post, True)
+            # The last hunk counting more lines than it holds reads as a reply cut off
+            # inside it (unified-diff.md §1.4): the lines that would follow are unknown.
+            last = wrong_counts[-1]
+            cut = last.counts is not None and (last.counts[0] > last.old_count()
+                                               or last.counts[1] > last.new_count())
+            add("counts", "udiff", pre, fmt.render_udiff(header3, wrong_counts), post, not cut)
 
     # CRLF file, LF edit
     if b"\r" not in pre and b"\r" not in post and pre:
@@ -646,6 +748,18 @@ def plan(change: Change, u3: bytes, u0: bytes, args) -> list[Spec]:
                 add("ambiguous", "search-replace", inp, fmt.render_search_replace(path, h3), None, True,
                     note=note)
 
+    # an invented context line: a refusal, or the real change (context is never written)
+    if any(want("invented", f) for f in QUOTED):
+        inv = mis.invent(h3, rng("invented"), pre_set)
+        if inv is not None:
+            for f in QUOTED:
+                if not want("invented", f):
+                    continue
+                edit = (fmt.render_udiff(header3, inv) if f == "udiff"
+                        else fmt.render_apply_patch(path, inv, n_pre) if f == "apply-patch"
+                        else fmt.render_search_replace(path, inv))
+                add("invented", f, pre, edit, post, True, refusal_ok=True)
+
     if want("elision", "search-replace") and len(h3) >= 2:
         add("elision", "search-replace", pre, fmt.render_search_replace_elided(path, h3), post, uniq_exact)
     return specs
@@ -674,22 +788,24 @@ def lancet_args(spec: Spec, path: str) -> list[str]:
     a = ["apply", "--format", spec.format, "--no-undo"] + SYNTAX
     if spec.format == "udiff":
         a += ["-p1"]
-    if spec.format in ("search-replace", "whole"):
+    if spec.format in ("search-replace", "whole") and not spec.files:
         a += ["--file", path]
     return a
 
 
 def apply_tool(tool: str, lancet: str, change: Change, spec: Spec) -> Outcome:
-    path, mode = change.path, change.mode
+    files = spec.files or [(change.path, change.mode, spec.input, spec.expected)]
+    path = change.path
     with tempfile.TemporaryDirectory(prefix=f"cmp-{tool}-") as tmp:
         work = Path(tmp) / "w"
         work.mkdir()
         edit_file = Path(tmp) / EDIT_NAME[spec.format]
         edit_file.write_bytes(spec.edit)
-        target = work / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(spec.input)
-        os.chmod(target, 0o755 if mode.endswith("755") else 0o644)
+        for fpath, mode, finput, _ in files:
+            target = work / fpath
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(finput)
+            os.chmod(target, 0o755 if mode.endswith("755") else 0o644)
         env = dict(os.environ, LC_ALL="C", GIT_CEILING_DIRECTORIES=tmp)
         if tool == "patch":
             cmd = ["patch", "-p1", "--batch", "--forward", "-i", str(edit_file)]
@@ -699,12 +815,26 @@ def apply_tool(tool: str, lancet: str, change: Change, spec: Spec) -> Outcome:
         else:
             cmd = [lancet] + lancet_args(spec, path) + ["-C", str(work), str(edit_file)]
         rc, out, err = run(cmd, cwd=work, env=env)
-        result = target.read_bytes() if target.is_file() else None
-        untouched = rc != 0 and result == spec.input
+        if spec.files:
+            # Several files: compared one by one, reported as their concatenation.
+            results = [(work / f[0]).read_bytes() if (work / f[0]).is_file() else None for f in files]
+            untouched = rc != 0 and all(r == f[2] for r, f in zip(results, files))
+            if untouched:
+                result = spec.input
+            elif all(r == f[3] for r, f in zip(results, files)):
+                result = spec.expected
+            else:
+                result = b"".join(r or b"" for r in results)
+        else:
+            target = work / path
+            result = target.read_bytes() if target.is_file() else None
+            untouched = rc != 0 and result == spec.input
         if spec.expected is None:
             verdict = "refused-ok" if untouched else "wrong"
         elif result == spec.expected:
             verdict = "correct"
+        elif untouched and spec.refusal_ok:
+            verdict = "refused-ok"
         elif untouched:
             verdict = "refused"
         else:
@@ -734,6 +864,76 @@ def run_case(change: Change, args) -> CaseResult:
         tools = ("lancet", "patch", "git") if spec.format == "udiff" else ("lancet",)
         res.runs.append((spec, {t: apply_tool(t, args.lancet, change, spec) for t in tools}))
     return res
+
+
+def run_multi(group: list[Change], args) -> CaseResult:
+    """Variant multi: every file of one commit in one edit, in each format."""
+    first = group[0]
+    repo, parent, commit = first.repo, first.parent, first.commit
+    base = ["diff", "--no-ext-diff", "--no-textconv", "--no-color", "--no-renames",
+            "--src-prefix=a/", "--dst-prefix=b/", "--diff-algorithm=myers"]
+    shown = Change(repo, parent, commit, f"{first.path} (+{len(group) - 1} files)", first.mode,
+                   first.old_mode)
+    res = CaseResult(shown)
+    parts = []  # (change, header3, h3, h0, n_pre, view)
+    for c in group:
+        u3 = git(repo, *base, "-U3", parent, commit, "--", c.path)
+        u0 = git(repo, *base, "-U0", parent, commit, "--", c.path)
+        if b"\n@@ " not in u3 or b"GIT binary patch" in u3 or b"\nBinary files " in u3:
+            return res
+        header3, h3 = fmt.parse_diff(u3)
+        _, h0 = fmt.parse_diff(u0)
+        if not h3 or not h0:
+            return res
+        n_pre = len(text_lines(c.pre))
+        view = hashline_view(args.lancet, c.pre) if "hashline" in args.formats else None
+        parts.append((c, header3, h3, h0, n_pre, view if view is None or len(view) == n_pre else None))
+    want = lambda f: "multi" in args.variants and f in args.formats  # noqa: E731
+    pre_l = {c.path: text_lines(c.pre) for c, *_ in parts}
+    uniq = all(mis.occurrences(pre_l[c.path], h.old()) == 1 and any(l.strip() for l in h.old())
+               for c, _, h3, *_ in parts for h in h3)
+    # Formats other than udiff cannot toggle a final newline (see `plan`).
+    expressible = all(keep_eol_state(c.pre, c.post) != c.pre for c, *_ in parts)
+    specs = []
+
+    def spec(f, edit, determined):
+        files = [(c.path, c.mode, c.pre, c.post if f == "udiff" else keep_eol_state(c.pre, c.post))
+                 for c, *_ in parts]
+        specs.append(Spec("multi", f, b"".join(x[2] for x in files), edit,
+                          b"".join(x[3] for x in files), determined, files=files,
+                          note=f"{len(files)} files: " + ", ".join(x[0] for x in files)))
+
+    # A path line above a block must read as a path (search-replace.md §1: an
+    # extension, a slash or a known name): a bare `benchsuite` is written
+    # `./benchsuite`, as a model names such a file when several are in play.
+    named = lambda p: p if "/" in p or "." in p else "./" + p  # noqa: E731
+    if want("udiff"):
+        spec("udiff", git(repo, *base, "-U3", parent, commit, "--", *[c.path for c, *_ in parts]), True)
+    if expressible:
+        if want("search-replace"):
+            spec("search-replace", b"".join(fmt.render_search_replace(named(c.path), h3)
+                                            for c, _, h3, *_ in parts), uniq)
+        if want("apply-patch"):
+            spec("apply-patch", fmt.render_apply_patch_files([(c.path, h3, n) for c, _, h3, _, n, _ in parts]),
+                 uniq)
+        if want("hashline") and all(p[5] is not None for p in parts):
+            spec("hashline", b"".join(fmt.render_hashline(c.path, fmt.hashline_edits(h0, view, False))
+                                      for c, _, _, h0, _, view in parts), True)
+        if want("whole"):
+            spec("whole", b"".join(fmt.render_whole(named(c.path), c.post) for c, *_ in parts),
+                 all(whole_says(c.pre, c.post) for c, *_ in parts))
+    for sp in specs:
+        tools = ("lancet", "patch", "git") if sp.format == "udiff" else ("lancet",)
+        res.runs.append((sp, {t: apply_tool(t, args.lancet, first, sp) for t in tools}))
+    return res
+
+
+def multi_groups(cs: list[Change]) -> list[list[Change]]:
+    """The commits with 2-8 replayed file changes, each one group."""
+    by: dict = {}
+    for c in cs:
+        by.setdefault(c.commit, []).append(c)
+    return [g for g in by.values() if 2 <= len(g) <= 8]
 
 
 # ------------------------------------------------------------------ report
@@ -767,10 +967,16 @@ def save_case(root: Path, idx: int, change: Change, spec: Spec, outcomes: dict, 
         shutil.rmtree(d)
     d.mkdir(parents=True)
     edit_name = EDIT_NAME[spec.format]
-    (d / "input").write_bytes(spec.input)
     (d / edit_name).write_bytes(spec.edit)
-    if spec.expected is not None:
-        (d / "expected").write_bytes(spec.expected)
+    if spec.files:
+        for fpath, _, finput, fexp in spec.files:
+            for sub, data in (("input", finput), ("expected", fexp)):
+                (d / sub / fpath).parent.mkdir(parents=True, exist_ok=True)
+                (d / sub / fpath).write_bytes(data)
+    else:
+        (d / "input").write_bytes(spec.input)
+        if spec.expected is not None:
+            (d / "expected").write_bytes(spec.expected)
     for tool, o in outcomes.items():
         (d / f"{tool}.out.txt").write_bytes(b"exit %d\n" % o.rc + o.out)
         if o.result is not None and o.result != spec.expected and o.result != spec.input:
@@ -779,6 +985,10 @@ def save_case(root: Path, idx: int, change: Change, spec: Spec, outcomes: dict, 
     dirname = os.path.dirname(c.path) or "."
     check = (f"cmp \"$d/{c.path}\" expected" if spec.expected is not None
              else f"cmp \"$d/{c.path}\" input   # must be refused: the file stays as it was")
+    setup = f"d=$(mktemp -d); mkdir -p \"$d/{dirname}\"; cp input \"$d/{c.path}\"\n"
+    if spec.files:
+        setup = "d=$(mktemp -d); cp -r input/. \"$d\"\n"
+        check = "diff -r \"$d\" expected"
     (d / "README.md").write_text(
         f"# {c.path} at {c.commit} — {spec.variant}, {spec.format}\n\n"
         f"repository: {c.repo}\nparent: {c.parent}\n"
@@ -788,8 +998,7 @@ def save_case(root: Path, idx: int, change: Change, spec: Spec, outcomes: dict, 
         f"why saved: {why}\n\n"
         + "".join(f"- {tool}: {o.verdict} (exit {o.rc})\n" for tool, o in outcomes.items())
         + "\nReproduce (from this directory):\n\n```sh\n"
-        f"d=$(mktemp -d); mkdir -p \"$d/{dirname}\"; cp input \"$d/{c.path}\"\n"
-        f"lancet {args} -C \"$d\" {edit_name}; {check}\n```\n")
+        + setup + f"lancet {args} -C \"$d\" {edit_name}; {check}\n```\n")
     return d
 
 
@@ -873,11 +1082,13 @@ def compare_repo(repo: Path, args, md: list[str]) -> bool:
     done = 0
     with cf.ThreadPoolExecutor(max_workers=args.jobs) as ex:
         futs = [ex.submit(run_case, c, args) for c in cs]
+        if "multi" in args.variants:
+            futs += [ex.submit(run_multi, g, args) for g in multi_groups(cs)]
         for f in cf.as_completed(futs):
             r = f.result()
             done += 1
             if done % 50 == 0:
-                print(f"  {done}/{len(cs)} ({time.time() - t0:.0f} s)", file=sys.stderr)
+                print(f"  {done}/{len(futs)} ({time.time() - t0:.0f} s)", file=sys.stderr)
             for spec, outcomes in r.runs:
                 counts = det if spec.determined else undet
                 for t, o in outcomes.items():

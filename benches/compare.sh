@@ -7,8 +7,10 @@
 # above/between hunks; hashline anchors with echoes), -U0 diffs, lost
 # indentation, whitespace drift, typos in quoted lines, wrong `@@` counts, a
 # CRLF file with an LF edit, a file without final newline, the quoted text made
-# to occur twice (search/replace and apply_patch must refuse), and `...`
-# elision. Prints per repository a table variant x tool/format -> correct /
+# to occur twice (search/replace and apply_patch must refuse), an invented
+# context line (a refusal or the real change), a block moved from above the
+# last hunk to below it (stale numbers the other way; hashline with echoed
+# anchors), `...` elision, and every file of a commit in one edit (multi). Prints per repository a table variant x tool/format -> correct /
 # refused / wrong (patch and git apply on the unified diff with the same
 # mistake are the reference for every format), determined cases apart from the
 # others, and writes it to target/compare.md. Every case where lancet is wrong,

@@ -14,13 +14,18 @@ write those hunks as a model would in each format:
                   hunks with a `...` line between the pieces (elision)
   apply-patch     `*** Begin Patch` / `*** Update File:` / one bare `@@` chunk
                   per -U3 hunk / `*** End of File` after a chunk that ends at
-                  the file's last line / `*** End Patch`
+                  the file's last line / `*** End Patch` (several files: one
+                  `*** Update File:` section each in one envelope)
   hashline        one directive per -U0 hunk (`replace A B`, `delete A B`,
                   `insert after A` or `insert before A`), anchors `LINE:HASH`
                   taken from `lancet view --format hashline` of the pre-image,
                   with the line's content echoed after `|` when asked
   whole           the path line and the full new content in a backtick fence
                   one longer than the longest backtick run in it
+
+A multi-file edit is the files' renderings one after another (search/replace
+blocks, hashline `@@ file` sections, whole-file fences; the udiff is git's diff
+of the commit restricted to those paths), apply_patch one envelope.
 
 Nothing here runs a tool; stdlib only, Python 3.9+.
 """
@@ -169,9 +174,8 @@ def render_search_replace_elided(path: str, hunks: list[Hunk]) -> bytes:
 # ------------------------------------------------------------------ apply_patch
 
 
-def render_apply_patch(path: str, hunks: list[Hunk], n_lines: int) -> bytes:
-    """`n_lines`: the pre-image's line count as the model saw it (for `*** End of File`)."""
-    out = ["*** Begin Patch\n", f"*** Update File: {path}\n"]
+def _apply_patch_update(path: str, hunks: list[Hunk], n_lines: int) -> list[str]:
+    out = [f"*** Update File: {path}\n"]
     for h in hunks:
         out.append("@@\n")
         for l in h.lines:
@@ -179,6 +183,19 @@ def render_apply_patch(path: str, hunks: list[Hunk], n_lines: int) -> bytes:
         s, c = h.old_range0()
         if c and s + c == n_lines:
             out.append("*** End of File\n")
+    return out
+
+
+def render_apply_patch(path: str, hunks: list[Hunk], n_lines: int) -> bytes:
+    """`n_lines`: the pre-image's line count as the model saw it (for `*** End of File`)."""
+    return render_apply_patch_files([(path, hunks, n_lines)])
+
+
+def render_apply_patch_files(files: list[tuple[str, list[Hunk], int]]) -> bytes:
+    """One envelope, one `*** Update File:` section per (path, hunks, n_lines)."""
+    out = ["*** Begin Patch\n"]
+    for path, hunks, n_lines in files:
+        out += _apply_patch_update(path, hunks, n_lines)
     out.append("*** End Patch\n")
     return enc("".join(out))
 

@@ -14,10 +14,14 @@ cannot be made on this change (no indented hunk, no context line to misspell).
   typo        1-2 characters substituted or deleted in 1-2 quoted lines (never
               a blank line; never making the line equal to a line of the file)
   counts      each hunk's `@@` counts off by one or two (at least one hunk)
+  invent      a context line the file does not have, written mid-quote (between
+              two quoted lines of one hunk, in old and new alike), indented as
+              its neighbour: the model remembered a line that is not there
 
 And the checks of whether the input still determines the answer:
 `occurrences` counts where a hunk's old lines stand in a file, under a
-normalisation of each line.
+normalisation of each line; `intact_once` whether the lines a typo left
+intact still stand at one place only.
 """
 
 from __future__ import annotations
@@ -161,6 +165,40 @@ def counts(hunks: list[Hunk], rng: random.Random) -> list[Hunk] | None:
     return out
 
 
+_INVENTED = (
+    "result = compute(value)",
+    "if (ready) { flush(); }",
+    "return self.cache.get(key)",
+    "let state = State::default();",
+    "log.debug(\"checkpoint reached\")",
+    "total += item.size;",
+    "assert len(items) > 0",
+    "# keep the previous behaviour for now",
+)
+
+
+def invent(hunks: list[Hunk], rng: random.Random, file_lines: set[str]) -> list[Hunk] | None:
+    """Insert one invented context line between two quoted lines of one hunk.
+
+    The line stands in no line of the file (`file_lines`: the file's lines,
+    right-stripped), so no reading of the quote finds it."""
+    out = copy.deepcopy(hunks)
+    # (hunk, index): a gap with a quoted (context or `-`) line on each side.
+    spots = [(h, i) for h in out for i in range(1, len(h.lines))
+             if h.lines[i - 1].tag != "+" and h.lines[i].tag != "+"]
+    if not spots:
+        return None
+    h, i = spots[rng.randrange(len(spots))]
+    below = h.lines[i]
+    body, cr = _split_cr(below.text if below.text.strip() else h.lines[i - 1].text)
+    for text in rng.sample(_INVENTED, len(_INVENTED)):
+        line = _indent(body) + text
+        if line.rstrip() not in file_lines:
+            h.lines.insert(i, Line(" ", line + cr))
+            return out
+    return None
+
+
 # ------------------------------------------------------------------ determined?
 
 
@@ -181,3 +219,36 @@ def occurrences(file_lines: list[str], block: list[str], norm=norm_exact) -> int
     n = len(b)
     first = b[0]
     return sum(1 for i in range(len(f) - n + 1) if f[i] == first and f[i:i + n] == b)
+
+
+def intact_once(file_lines: list[str], hunks: list[Hunk], spoiled: list[Hunk]) -> bool:
+    """Whether each hunk's quoted lines the mistake left intact still say where it goes.
+
+    The lines of `spoiled` (a misspelled copy of `hunks`, line for line) that
+    equal their original, non-blank, taken with their offsets in the old side,
+    must stand at exactly one place of the file. A quote whose intact lines
+    are only `}` and `    }` (the rest misspelled) says nothing the file does
+    not have twenty times; a position (a diff's line number) is a hint, never
+    a place of its own (edit-formats/locate.md), so it does not count here.
+    """
+    f = [norm_exact(l) for l in file_lines]
+    for h, sp in zip(hunks, spoiled):
+        old = [l for l in h.lines if l.tag != "+"]
+        new = [l for l in sp.lines if l.tag != "+"]
+        if len(old) != len(new):
+            return False
+        pattern = [(i, norm_exact(o.text)) for i, (o, n) in enumerate(zip(old, new))
+                   if o.text == n.text and o.text.strip()]
+        if not pattern:
+            return False
+        first_i, first = pattern[0]
+        hits = 0
+        for p in range(len(f) - len(old) + 1):
+            if f[p + first_i] == first and all(f[p + i] == t for i, t in pattern):
+                hits += 1
+                if hits > 1:
+                    return False
+        if hits != 1:
+            return False
+    return True
+

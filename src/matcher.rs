@@ -829,7 +829,21 @@ struct Score {
     interior: f64,
     /// Character edits in the interior lines.
     interior_edits: usize,
+    /// Whether a needle line of [`FOREIGN_LINE_CHARS`] or more pairs with a
+    /// document line it differs from in more than half its characters.
+    foreign: bool,
 }
+
+/// Characters (indentation aside, whitespace runs collapsed) from which a
+/// needle line paired with a line it mostly differs from is a line the file
+/// does not have there, not a misspelling of the file's line. The fuzzy
+/// tier pairs lines in order, so a quote with one invented line (`# keep
+/// the previous behaviour for now`) can still score 95% at a window moved
+/// by one line, every line after it paired with its neighbour where braces
+/// make neighbours look alike, and the file's lines between them lost
+/// (compare bench, ripgrep src/glob.rs). Character edits within lines are
+/// what the tier is for; a whole line is not.
+const FOREIGN_LINE_CHARS: usize = 12;
 
 impl<'a> Scorer<'a> {
     fn new(doc: &'a Document, hay: &'a Haystack, pin: &'a Needle<'a>) -> Scorer<'a> {
@@ -854,6 +868,7 @@ impl<'a> Scorer<'a> {
     fn score(&mut self, start: usize) -> Score {
         let m = self.norm.len();
         let (mut dist, mut total, mut idist, mut itotal) = (0usize, 0usize, 0usize, 0usize);
+        let mut foreign = false;
         for j in 0..m {
             let line = self.doc.line(self.hay.nb[start + j]);
             let d = collapse(split_indent(line).1, true);
@@ -866,6 +881,7 @@ impl<'a> Scorer<'a> {
                 strsim::levenshtein(n, &d)
             };
             let longest = ln.max(ld).max(1);
+            foreign |= ln >= FOREIGN_LINE_CHARS && 2 * e > longest;
             dist += e;
             total += longest;
             if j > 0 && j + 1 < m {
@@ -885,7 +901,24 @@ impl<'a> Scorer<'a> {
             similarity: sim(dist, total),
             interior: sim(idist, itotal),
             interior_edits: idist,
+            foreign,
         }
+    }
+
+    /// Character edits per needle line at the window starting at `start`.
+    fn line_edits(&self, start: usize) -> Vec<usize> {
+        self.norm
+            .iter()
+            .enumerate()
+            .map(|(j, n)| {
+                let d = collapse(split_indent(self.doc.line(self.hay.nb[start + j])).1, true);
+                if *n == d {
+                    0
+                } else {
+                    strsim::levenshtein(n, &d)
+                }
+            })
+            .collect()
     }
 
     fn to_match(&self, s: Score) -> Match {
@@ -975,6 +1008,7 @@ fn fuzzy(
         .copied()
         .filter(|s| {
             s.similarity >= opts.fuzzy_threshold
+                && !s.foreign
                 && (s.interior >= opts.fuzzy_interior_threshold
                     || s.interior_edits <= opts.fuzzy_interior_edits)
         })
@@ -986,8 +1020,43 @@ fn fuzzy(
         [best, second, ..] if best.similarity - second.similarity >= opts.fuzzy_margin => {
             Ok(vec![scorer.to_match(*best)])
         }
-        several => Ok(several.iter().map(|s| scorer.to_match(*s)).collect()),
+        several => match dominant(&scorer, several) {
+            Some(best) => Ok(vec![scorer.to_match(best)]),
+            None => Ok(several.iter().map(|s| scorer.to_match(*s)).collect()),
+        },
     }
+}
+
+/// Most passing windows compared line by line for a dominant one.
+const DOMINANCE_WINDOWS: usize = 8;
+
+/// The passing window, among close ones, that is at least as near the
+/// needle as every other on every line, and word for word on each line
+/// where it is nearer: twin blocks that differ in one line (`assert!(re…)`
+/// / `assert!(!re…)`), quoted with a typo in another line, are within the
+/// margin of each other, yet only one of them holds every line the quote
+/// got right. Its lead is not a guess: no line of the quote speaks for the
+/// other place. A line nearer one place without matching it (`create_member`
+/// quoted, `create_user` and `create_admin` in the file) is a guess at
+/// which place the model meant: no window dominates then.
+fn dominant(scorer: &Scorer<'_>, passing: &[Score]) -> Option<Score> {
+    if passing.len() > DOMINANCE_WINDOWS {
+        return None;
+    }
+    let edits: Vec<Vec<usize>> = passing.iter().map(|s| scorer.line_edits(s.start)).collect();
+    let total = |e: &Vec<usize>| e.iter().sum::<usize>();
+    (0..passing.len())
+        .find(|&a| {
+            (0..passing.len()).all(|b| {
+                b == a
+                    || (edits[a]
+                        .iter()
+                        .zip(&edits[b])
+                        .all(|(&x, &y)| x == y || x == 0)
+                        && total(&edits[a]) < total(&edits[b]))
+            })
+        })
+        .map(|a| passing[a])
 }
 
 /// Scores the voted windows, or every window when that fits the work budget.
@@ -1107,6 +1176,7 @@ pub(crate) fn best_place_is<S: AsRef<str>>(
     let passes = |sc: &Score| {
         pin.chars() >= opts.fuzzy_min_chars
             && sc.similarity >= opts.fuzzy_threshold
+            && !sc.foreign
             && (sc.interior >= opts.fuzzy_interior_threshold
                 || sc.interior_edits <= opts.fuzzy_interior_edits)
     };

@@ -504,9 +504,10 @@ fn locate_in(
 
 /// The shared approximate step ([`locate::approximate`](super::locate::approximate))
 /// within `scope`: the cascade, then [`settle`](super::locate::settle).
-fn approximate_in(
+fn approximate_in<N: AsRef<str>>(
     doc: &Document,
     old: &[&str],
+    new: &[N],
     kept: &[bool],
     scope: &Range<usize>,
     opts: &MatchOptions,
@@ -515,7 +516,7 @@ fn approximate_in(
         .into_iter()
         .next()
         .ok_or(MatchError::EmptyNeedle)?;
-    super::locate::settle(doc, old, kept, m)
+    super::locate::settle(doc, old, new, kept, m)
 }
 
 fn resolve_chunk(
@@ -709,7 +710,7 @@ fn resolve_chunk(
                     .err()
                     .map_or(EditError::BlankSearch, EditError::from));
             }
-            match approximate_in(doc, &old, &kept_lines(&c.lines), &scope, opts) {
+            match approximate_in(doc, &old, &new, &kept_lines(&c.lines), &scope, opts) {
                 Ok(m) => vec![m],
                 Err(e @ MatchError::NotFound { .. }) => {
                     if let Some(r) = done_by_new(false) {

@@ -27,27 +27,30 @@ use crate::text::Document;
 
 /// The last resort, the same for every format: the whole cascade, fuzzy tier
 /// included, over the old side with the caller's options, then
-/// [`settle`]. `kept[i]`: whether the edit keeps old line `i`.
-pub(crate) fn approximate<S: AsRef<str>>(
+/// [`settle`]. `kept[i]`: whether the edit keeps old line `i`; `new`: the
+/// edit's new side.
+pub(crate) fn approximate<S: AsRef<str>, N: AsRef<str>>(
     doc: &Document,
     old: &[S],
+    new: &[N],
     kept: &[bool],
     hint: Option<usize>,
     opts: &MatchOptions,
 ) -> Result<Match, MatchError> {
-    matcher::locate(doc, old, hint, opts).and_then(|m| settle(doc, old, kept, m))
+    matcher::locate(doc, old, hint, opts).and_then(|m| settle(doc, old, new, kept, m))
 }
 
 /// A place the cascade found, accepted when its removed lines hold
 /// ([`removed_lines_hold`]); otherwise not found, with that place as the
 /// nearest text.
-pub(crate) fn settle<S: AsRef<str>>(
+pub(crate) fn settle<S: AsRef<str>, N: AsRef<str>>(
     doc: &Document,
     old: &[S],
+    new: &[N],
     kept: &[bool],
     m: Match,
 ) -> Result<Match, MatchError> {
-    if removed_lines_hold(doc, old, kept, &m) {
+    if removed_lines_hold(doc, old, new, kept, &m) {
         Ok(m)
     } else {
         Err(MatchError::NotFound {
@@ -83,9 +86,13 @@ pub(crate) const REMOVED_LINE_TYPOS: usize = 2;
 /// `# line v` may be `# line 7` mistyped). A line that says another word or another value is the model's
 /// stale idea of the file, and the edit was meant for other text: refused,
 /// whatever the format. Kept lines may differ more (the margin decides).
-pub(crate) fn removed_lines_hold<S: AsRef<str>>(
+///
+/// A removed line the new side restates as the file has it is a kept line
+/// the model misquoted ([`restated`]): it holds, number rule or not.
+pub(crate) fn removed_lines_hold<S: AsRef<str>, N: AsRef<str>>(
     doc: &Document,
     old: &[S],
+    new: &[N],
     kept: &[bool],
     m: &Match,
 ) -> bool {
@@ -94,11 +101,37 @@ pub(crate) fn removed_lines_hold<S: AsRef<str>>(
             return true;
         }
         match m.alignment.get(i).copied().flatten() {
-            Some(d) => is_typo_of(l.as_ref(), doc.line(d)),
+            Some(d) => {
+                is_typo_of(l.as_ref(), doc.line(d)) || restated(l.as_ref(), doc.line(d), new)
+            }
             // A blank line the file does not have there removes nothing.
             None => l.as_ref().trim().is_empty(),
         }
     })
+}
+
+/// Most character edits a misquoted line may differ from the file's line by
+/// when the new side restates the file's line ([`restated`]): two typos of
+/// two edits each (`if mult ` for `if multi {`).
+pub(crate) const RESTATED_LINE_EDITS: usize = 2 * REMOVED_LINE_TYPOS;
+
+/// Whether the quoted old line `quoted`, aligned with the file's `line`, is
+/// a line the edit keeps, misquoted: the new side holds `line` as the file
+/// has it (up to whitespace and Unicode folding), and `quoted` is within
+/// [`RESTATED_LINE_EDITS`] of it. The line diff of old and new sides paired
+/// the misquote with nothing, so it counted as removed; but the model wrote
+/// the file's own text back, which says it read this very line (a typo that
+/// changed a digit included: `u6` quoted, `u64` in the file and in the new
+/// side). A blank `line` restates nothing: blank lines stand everywhere.
+pub(crate) fn restated<N: AsRef<str>>(quoted: &str, line: &str, new: &[N]) -> bool {
+    if line.trim().is_empty() {
+        return false;
+    }
+    let (a, b) = (matcher::normal_body(quoted), matcher::normal_body(line));
+    strsim::osa_distance(&a, &b) <= RESTATED_LINE_EDITS
+        && new
+            .iter()
+            .any(|n| matcher::same_up_to_unicode(n.as_ref(), line))
 }
 
 /// Whether `quoted` is `line` up to whitespace, Unicode folding and a typo.
@@ -116,7 +149,21 @@ pub(crate) fn is_typo_of(quoted: &str, line: &str) -> bool {
     let (na, nb) = (numbers(&a), numbers(&b));
     // The same count of numbers, one of them different: another value.
     let other_value = na.len() == nb.len() && na != nb;
-    !other_value && strsim::osa_distance(&a, &b) <= REMOVED_LINE_TYPOS
+    !other_value && typo_distance(quoted, line, &a, &b) <= REMOVED_LINE_TYPOS
+}
+
+/// Character edits between two lines, indentation aside: on their bodies
+/// with whitespace runs collapsed (`a`, `b`), or as written, whichever is
+/// fewer. Collapsing alone counts a character deleted between two spaces
+/// twice (`deny  read-only` for `deny > read-only`: the `>` and a space),
+/// and the text as written alone counts a drifted run of spaces as edits.
+fn typo_distance(quoted: &str, line: &str, a: &str, b: &str) -> usize {
+    let collapsed = strsim::osa_distance(a, b);
+    if collapsed <= 1 {
+        return collapsed;
+    }
+    let body = |l: &'_ str| -> String { matcher::split_indent(l).1.trim_end().to_owned() };
+    collapsed.min(strsim::osa_distance(&body(quoted), &body(line)))
 }
 
 /// Whether `new` holds a non-blank line `old` lacks, so that finding `new`
@@ -249,12 +296,35 @@ mod tests {
     fn removed_lines_may_carry_typos_but_not_other_words_or_values() {
         assert!(is_typo_of("    B().runn()", "    B().run()"));
         assert!(is_typo_of("return  sefl.x", "return self.x"));
+        // A character deleted between two spaces is one edit, not two.
+        assert!(is_typo_of("deny  read-ony > ask", "deny > read-only > ask"));
         assert!(!is_typo_of("WORKERS = 6", "WORKERS = 4"));
         assert!(!is_typo_of(
             "log(\"parse %d chars\")",
             "log(\"parse %d bytes\")"
         ));
         assert!(!is_typo_of("cfg[\"count\"] += 1", "cfg[\"runs\"] += 1"));
+    }
+
+    #[test]
+    fn a_misquoted_line_the_new_side_restates_is_kept() {
+        let new = ["    pub work_budget: u64,", "    pub nearest: bool,"];
+        assert!(restated(
+            "    pub work_budget: u6,",
+            "    pub work_budget: u64,",
+            &new
+        ));
+        assert!(restated(
+            "        if mult ",
+            "        if multi {",
+            &["        if multi {"]
+        ));
+        // The new side writes another value: the quote is the model's stale idea.
+        assert!(!restated("WORKERS = 6", "WORKERS = 4", &["WORKERS = 8"]));
+        // Restated, but the quote says something else entirely.
+        assert!(!restated("let total = sum(values);", "x = 4", &["x = 4"]));
+        // A blank line restates nothing.
+        assert!(!restated("  ", "", &[""]));
     }
 
     #[test]

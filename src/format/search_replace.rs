@@ -1080,7 +1080,7 @@ fn resolve_block(
                     // The approximate step holds rewritten lines as every format does (locate.md).
                     let kept =
                         super::locate::kept_of(search.len(), &ops_from_diff(search, replace));
-                    super::locate::settle(doc, search, &kept, m)
+                    super::locate::settle(doc, search, replace, &kept, m)
                 })
                 .map_err(EditError::from)?;
             let by_hint = m.by_hint;

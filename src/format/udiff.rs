@@ -1103,12 +1103,12 @@ fn resolve_hunk(
     let mut failure = None;
     if opts.max_tier == Tier::Fuzzy {
         let kept = kept_lines(&h.lines);
-        let found = match super::locate::approximate(doc, &old, &kept, None, opts) {
+        let found = match super::locate::approximate(doc, &old, &new, &kept, None, opts) {
             Err(MatchError::Ambiguous { candidates, .. })
                 if position_trusted
                     && expected.is_some_and(|e| candidates.iter().any(|c| c.range.start == e)) =>
             {
-                super::locate::approximate(doc, &old, &kept, expected, opts)
+                super::locate::approximate(doc, &old, &new, &kept, expected, opts)
             }
             other => other,
         };
