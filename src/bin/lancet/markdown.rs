@@ -1,0 +1,247 @@
+//! The model's Markdown, rendered for the terminal as it streams: headings,
+//! emphasis, inline code, lists, quotes and fenced code blocks (a `diff`
+//! block, and diffs generally, coloured by line), line by line.
+//!
+//! Text is taken in whatever pieces the stream brings and rendered a whole
+//! line at a time (a line is what Markdown's block structure needs); the
+//! last, unfinished line waits for its newline or for [`Markdown::finish`].
+//! Inline spans are read by `pulldown-cmark`; the block structure by this
+//! module, line by line, so streaming never re-renders what was printed.
+//!
+//! Invariant: everything from the model is escaped ([`for_terminal`]) before
+//! any escape of ours is added, so the only escapes written are this
+//! module's colours (which `anstream` drops under `NO_COLOR` or off a
+//! terminal). Owns: the rendering. Does not own: where it is printed.
+
+use anstyle::{AnsiColor, Effects, Style};
+use lancet::agent::permissions::{Layout, for_terminal};
+use pulldown_cmark::{Event, Parser, Tag, TagEnd};
+
+const HEADING: Style = Style::new()
+    .fg_color(Some(anstyle::Color::Ansi(AnsiColor::Cyan)))
+    .effects(Effects::BOLD);
+const CODE: Style = AnsiColor::Yellow.on_default();
+const QUOTE: Style = Style::new().effects(Effects::DIMMED);
+const ADDED: Style = AnsiColor::Green.on_default();
+const REMOVED: Style = AnsiColor::Red.on_default();
+const HUNK: Style = AnsiColor::Cyan.on_default();
+const BOLD: Style = Style::new().effects(Effects::BOLD);
+const ITALIC: Style = Style::new().effects(Effects::ITALIC);
+
+/// A streaming renderer.
+#[derive(Debug, Default)]
+pub(crate) struct Markdown {
+    /// Text after the last newline.
+    pending: String,
+    /// Inside a fenced code block: its fence and language.
+    fence: Option<(String, String)>,
+}
+
+impl Markdown {
+    /// Takes more text; returns the lines it completed, rendered.
+    pub(crate) fn push(&mut self, text: &str) -> String {
+        self.pending.push_str(text);
+        let Some(end) = self.pending.rfind('\n') else {
+            return String::new();
+        };
+        let done: String = self.pending.drain(..=end).collect();
+        let mut out = String::new();
+        for line in done.split_inclusive('\n') {
+            self.line(line.trim_end_matches('\n'), &mut out);
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The unfinished last line, rendered (the reply ended); the state is
+    /// reset for the next reply.
+    pub(crate) fn finish(&mut self) -> String {
+        let rest = std::mem::take(&mut self.pending);
+        let mut out = String::new();
+        if !rest.is_empty() {
+            self.line(&rest, &mut out);
+            out.push('\n');
+        }
+        self.fence = None;
+        out
+    }
+
+    fn line(&mut self, raw: &str, out: &mut String) {
+        let line = for_terminal(raw, Layout::Line);
+        let trimmed = line.trim_start();
+        if let Some((fence, lang)) = &self.fence {
+            if trimmed.starts_with(fence.as_str())
+                && trimmed.trim_start_matches(['`', '~']).trim().is_empty()
+            {
+                self.fence = None;
+                out.push_str(&paint(QUOTE, &line));
+            } else if lang == "diff" || lang == "patch" {
+                out.push_str(&diff_line(&line));
+            } else {
+                out.push_str(&paint(CODE, &line));
+            }
+            return;
+        }
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            let mark = &trimmed[..1];
+            let len = trimmed.len() - trimmed.trim_start_matches(mark).len();
+            let lang = trimmed[len..].trim().to_ascii_lowercase();
+            self.fence = Some((mark.repeat(len), lang));
+            out.push_str(&paint(QUOTE, &line));
+            return;
+        }
+        let hashes = trimmed.len() - trimmed.trim_start_matches('#').len();
+        if (1..=6).contains(&hashes) && trimmed[hashes..].starts_with(' ') {
+            out.push_str(&paint(HEADING, trimmed[hashes..].trim()));
+            return;
+        }
+        if let Some(rest) = trimmed.strip_prefix("> ") {
+            out.push_str(&paint(QUOTE, &format!("│ {}", inline(rest))));
+            return;
+        }
+        let indent = &line[..line.len() - trimmed.len()];
+        for bullet in ["- ", "* ", "+ "] {
+            if let Some(rest) = trimmed.strip_prefix(bullet) {
+                out.push_str(&format!("{indent}• {}", inline(rest)));
+                return;
+            }
+        }
+        if trimmed.chars().all(|c| matches!(c, '-' | '*' | '_')) && trimmed.len() >= 3 {
+            out.push_str(&paint(QUOTE, "────────"));
+            return;
+        }
+        out.push_str(indent);
+        out.push_str(&inline(trimmed));
+    }
+}
+
+/// `text` in `style`.
+fn paint(style: Style, text: &str) -> String {
+    if text.is_empty() {
+        return String::new();
+    }
+    format!("{style}{text}{style:#}")
+}
+
+/// One line's inline spans: emphasis, strong, code, links (with their
+/// address after them). Anything the parser turns into a block (a numbered
+/// item, a table row) is written as it came.
+fn inline(text: &str) -> String {
+    let mut out = String::new();
+    let mut styles: Vec<Style> = Vec::new();
+    let on = |styles: &[Style]| {
+        styles.iter().fold(Style::new(), |acc, s| {
+            acc.effects(acc.get_effects() | s.get_effects())
+        })
+    };
+    let mut link: Option<String> = None;
+    for event in Parser::new(text) {
+        match event {
+            Event::Start(Tag::Emphasis) => styles.push(ITALIC),
+            Event::Start(Tag::Strong) => styles.push(BOLD),
+            Event::Start(Tag::Link { dest_url, .. }) => link = Some(dest_url.into_string()),
+            Event::End(TagEnd::Emphasis | TagEnd::Strong) => {
+                styles.pop();
+            }
+            Event::End(TagEnd::Link) => {
+                if let Some(url) = link.take() {
+                    out.push_str(&paint(QUOTE, &format!(" ({url})")));
+                }
+            }
+            Event::Code(code) => out.push_str(&paint(CODE, &code)),
+            Event::Text(t) => {
+                let style = on(&styles);
+                if style == Style::new() {
+                    out.push_str(&t);
+                } else {
+                    out.push_str(&paint(style, &t));
+                }
+            }
+            Event::SoftBreak | Event::HardBreak => out.push(' '),
+            Event::Html(h) | Event::InlineHtml(h) => out.push_str(&h),
+            Event::Start(Tag::Item) => out.push_str("• "),
+            _ => {}
+        }
+    }
+    // The parser drops a numbered item's number: keep the line as written then.
+    if out.is_empty() || text.trim_start().starts_with(|c: char| c.is_ascii_digit()) {
+        return text.to_owned();
+    }
+    out
+}
+
+/// A diff line, coloured by its first character.
+fn diff_line(line: &str) -> String {
+    if line.starts_with("+++") || line.starts_with("---") {
+        paint(BOLD, line)
+    } else if line.starts_with('+') {
+        paint(ADDED, line)
+    } else if line.starts_with('-') {
+        paint(REMOVED, line)
+    } else if line.starts_with("@@") {
+        paint(HUNK, line)
+    } else {
+        line.to_owned()
+    }
+}
+
+/// A whole unified diff, escaped and coloured line by line.
+pub(crate) fn diff(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        out.push_str(&diff_line(&for_terminal(line, Layout::Line)));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rendered without the escapes.
+    fn plain(s: &str) -> String {
+        let mut out = String::new();
+        let mut chars = s.chars();
+        while let Some(c) = chars.next() {
+            if c == '\x1b' {
+                for c in chars.by_ref() {
+                    if c == 'm' {
+                        break;
+                    }
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn streams_line_by_line() {
+        let mut md = Markdown::default();
+        assert_eq!(md.push("# Tit"), "");
+        let out = md.push("le\nSome **bold** and `code`.\n- an item\n```diff\n-old\n+new\n```\nte");
+        assert_eq!(
+            plain(&out),
+            "Title\nSome bold and code.\n• an item\n```diff\n-old\n+new\n```\n"
+        );
+        assert!(out.contains(&format!("{BOLD}bold{BOLD:#}")));
+        assert!(out.contains(&format!("{ADDED}+new{ADDED:#}")));
+        assert!(out.contains(&format!("{REMOVED}-old{REMOVED:#}")));
+        assert_eq!(plain(&md.finish()), "te\n");
+    }
+
+    #[test]
+    fn the_models_escapes_are_shown_not_acted_on() {
+        let mut md = Markdown::default();
+        let out = md.push("a\x1b[2Jb\n");
+        assert!(!out.contains("\x1b[2J"));
+    }
+
+    #[test]
+    fn numbered_items_keep_their_numbers() {
+        let mut md = Markdown::default();
+        assert_eq!(plain(&md.push("1. first\n")), "1. first\n");
+    }
+}
