@@ -269,7 +269,9 @@ impl Tools {
         let mut outcome = refuse(tool, subject, refusal);
         if matches!(outcome.refusal, Some(Refusal::Declined)) {
             if let Some(reason) = self.prompter.reason() {
-                outcome.content.push_str(&words::session::declined_because(&reason));
+                outcome
+                    .content
+                    .push_str(&words::session::declined_because(&reason));
             }
         }
         Err(Box::new(outcome))

@@ -350,9 +350,7 @@ impl State {
             .models
             .lookup(&self.p.s.model)
             .and_then(|m| m.cost(self.tokens.0, self.tokens.1));
-        let context = self
-            .last_context
-            .zip(self.config.context_window);
+        let context = self.last_context.zip(self.config.context_window);
         let line = words::session_status(
             &self.p.s.model,
             self.p.s.format.name(),
