@@ -346,3 +346,72 @@ fn resume_continues_the_last_conversation() {
     let history = dir.path().join(".test-home/data/lancet/history");
     assert!(std::fs::read_dir(&history).unwrap().count() == 1);
 }
+
+#[test]
+fn diff_shows_the_sessions_edits_and_undo_reverts_the_last() {
+    let dir = root_with(&[("calc.py", "def add(a, b):\n    return a - b\n")]);
+    let edit = json!({"path": "calc.py", "old_string": "    return a - b", "new_string": "    return a + b"});
+    let server = LlmServer::start(vec![
+        Scripted::openai_turn(
+            "",
+            &[("c1", "read", &json!({"path": "calc.py"}).to_string())],
+        ),
+        Scripted::openai_turn("", &[("c2", "edit", &edit.to_string())]),
+        Scripted::openai_text("Fixed."),
+    ]);
+    let pane = Pane::start(dir.path(), &server.openai_base_url(), &["--yes"]);
+    pane.line("/diff");
+    pane.wait_for("No file was changed by an edit in this session", 1);
+    pane.line("fix add");
+    pane.wait_for("Fixed.", 1);
+    pane.line("/diff");
+    // Against the file as it was when the session began.
+    pane.wait("the session's diff", |s| {
+        s.contains("--- a/calc.py\n+++ b/calc.py\n") && s.matches("-    return a - b").count() >= 2
+    });
+    pane.line("/undo");
+    pane.wait_for("undone: restored calc.py", 1);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("calc.py")).unwrap(),
+        "def add(a, b):\n    return a - b\n"
+    );
+    pane.line("/diff");
+    pane.wait_for("No file was changed by an edit in this session", 2);
+}
+
+#[test]
+fn a_terminal_resize_leaves_the_prompt_whole() {
+    let dir = root_with(&[]);
+    let server = LlmServer::start(vec![Scripted::openai_text("ok")]);
+    let pane = Pane::start(dir.path(), &server.openai_base_url(), &["--yes"]);
+    pane.prompt();
+    pane.type_text("half a line");
+    pane.tmux(&["resize-window", "-t", "0", "-x", "50", "-y", "20"]);
+    pane.tmux(&["resize-window", "-t", "0", "-x", "100", "-y", "30"]);
+    pane.type_text(" and the rest");
+    pane.wait_for("› half a line and the rest", 1);
+    pane.keys(&["Enter"]);
+    pane.wait_for("ok", 1);
+    let first = sent(&server, 0);
+    assert!(first.contains("half a line and the rest"), "{first}");
+}
+
+/// Off a terminal nothing changed: `lancet` and `lancet run` without a
+/// task are the usage errors they were.
+#[test]
+fn off_a_terminal_there_is_no_session() {
+    let bare = Command::new(env!("CARGO_BIN_EXE_lancet"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(bare.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bare.stderr).contains("Usage: lancet"));
+    let run = Command::new(env!("CARGO_BIN_EXE_lancet"))
+        .args(["run", "--model", "m"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(err.contains("<TASK>"), "{err}");
+}
