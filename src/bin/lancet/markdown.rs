@@ -2,9 +2,10 @@
 //! emphasis, inline code, lists, quotes and fenced code blocks (a `diff`
 //! block, and diffs generally, coloured by line), line by line.
 //!
-//! Text is taken in whatever pieces the stream brings and rendered a whole
-//! line at a time (a line is what Markdown's block structure needs); the
-//! last, unfinished line waits for its newline or for [`Markdown::finish`].
+//! Text is taken in whatever pieces the stream brings and shown as it comes
+//! once its line's start says what the line is (a heading, an item, a
+//! quote, text); a span's text waits for its closer (so it is shown
+//! styled), and code blocks and rules are shown a whole line at a time.
 //! Inline spans and the block structure are read by this module, line by
 //! line (see [`inline`] for why not by a Markdown crate), so streaming never
 //! re-renders what was printed.
@@ -31,24 +32,52 @@ const ITALIC: Style = Style::new().effects(Effects::ITALIC);
 /// A streaming renderer.
 #[derive(Debug, Default)]
 pub(crate) struct Markdown {
-    /// Text after the last newline.
+    /// The current line's text not shown yet (escaped).
     pending: String,
     /// Inside a fenced code block: its fence and language.
     fence: Option<(String, String)>,
+    /// How the current line streams, once its start has said what it is.
+    flow: Option<Flow>,
+    /// The last character shown on the current line (`_` at a word's edge).
+    last: Option<char>,
+}
+
+/// How a line streams.
+#[derive(Debug, Clone, Copy)]
+enum Flow {
+    /// Text with inline spans: shown as it comes, but from a delimiter that
+    /// may open a span to its closer (or the line's end).
+    Inline,
+    /// All in one style (a heading, a quote).
+    Painted(Style),
 }
 
 impl Markdown {
-    /// Takes more text; returns the lines it completed, rendered.
+    /// Takes more text; returns what can be shown of it, rendered: a line
+    /// is shown as it streams once its start is known (a heading, an item,
+    /// text), except code blocks and rules, shown a whole line at a time.
     pub(crate) fn push(&mut self, text: &str) -> String {
-        self.pending.push_str(text);
-        let Some(end) = self.pending.rfind('\n') else {
-            return String::new();
-        };
-        let done: String = self.pending.drain(..=end).collect();
         let mut out = String::new();
-        for line in done.split_inclusive('\n') {
-            self.line(line.trim_end_matches('\n'), &mut out);
-            out.push('\n');
+        for piece in text.split_inclusive('\n') {
+            let (body, ends) = match piece.strip_suffix('\n') {
+                Some(body) => (body, true),
+                None => (piece, false),
+            };
+            self.pending.push_str(&for_terminal(body, Layout::Line));
+            if self.flow.is_none() && !ends {
+                self.start(&mut out);
+            }
+            if let Some(flow) = self.flow {
+                self.stream(flow, ends, &mut out);
+            }
+            if ends {
+                if self.flow.take().is_none() {
+                    let line = std::mem::take(&mut self.pending);
+                    self.line(&line, &mut out);
+                }
+                self.last = None;
+                out.push('\n');
+            }
         }
         out
     }
@@ -56,14 +85,95 @@ impl Markdown {
     /// The unfinished last line, rendered (the reply ended); the state is
     /// reset for the next reply.
     pub(crate) fn finish(&mut self) -> String {
-        let rest = std::mem::take(&mut self.pending);
         let mut out = String::new();
-        if !rest.is_empty() {
-            self.line(&rest, &mut out);
+        if let Some(flow) = self.flow.take() {
+            self.stream(flow, true, &mut out);
+            out.push('\n');
+        } else if !self.pending.is_empty() {
+            let line = std::mem::take(&mut self.pending);
+            self.line(&line, &mut out);
             out.push('\n');
         }
+        self.pending.clear();
         self.fence = None;
+        self.last = None;
         out
+    }
+
+    /// Decides how the current line streams, when its start says so.
+    fn start(&mut self, out: &mut String) {
+        if self.fence.is_some() {
+            return;
+        }
+        let trimmed = self.pending.trim_start();
+        let Some(first) = trimmed.split(char::is_whitespace).next() else {
+            return;
+        };
+        if trimmed.is_empty() || (first.len() == trimmed.len() && trimmed.len() < 8) {
+            return;
+        }
+        // Fences, rules: a whole line at a time.
+        if trimmed.starts_with("```")
+            || trimmed.starts_with("~~~")
+            || first.chars().all(|c| matches!(c, '-' | '*' | '_')) && first.len() >= 3
+        {
+            return;
+        }
+        let indent = self.pending[..self.pending.len() - trimmed.len()].to_owned();
+        let hashes = first.len() - first.trim_start_matches('#').len();
+        let (flow, prefix, skip) = if (1..=6).contains(&hashes) && hashes == first.len() {
+            (Flow::Painted(HEADING), String::new(), hashes)
+        } else if first == ">" {
+            (Flow::Painted(QUOTE), paint(QUOTE, "│ "), 1)
+        } else if matches!(first, "-" | "*" | "+") {
+            (Flow::Inline, format!("{indent}• "), 1)
+        } else {
+            (Flow::Inline, indent.clone(), 0)
+        };
+        let rest = trimmed[skip..].trim_start().to_owned();
+        out.push_str(&prefix);
+        self.pending = rest;
+        self.flow = Some(flow);
+    }
+
+    /// Shows what can be shown of the pending text (all of it at the line's end).
+    fn stream(&mut self, flow: Flow, ends: bool, out: &mut String) {
+        if let Flow::Painted(style) = flow {
+            out.push_str(&paint(style, &self.pending));
+            self.last = self.pending.chars().next_back().or(self.last);
+            self.pending.clear();
+            return;
+        }
+        let mut rest = std::mem::take(&mut self.pending);
+        loop {
+            let Some(at) = rest.find(['`', '*', '_', '[']) else {
+                self.show(&rest, out);
+                return;
+            };
+            let (text, from) = rest.split_at(at);
+            self.show(text, out);
+            let from = from.to_owned();
+            if let Some((shown, after)) = span(&from, self.last) {
+                out.push_str(&shown);
+                self.last = from[..from.len() - after.len()].chars().next_back();
+                rest = after.to_owned();
+            } else if ends || !may_open(&from, self.last) {
+                // Text: its first character is no delimiter after all.
+                let c = from.chars().next().unwrap_or(' ');
+                self.show(&c.to_string(), out);
+                rest = from[c.len_utf8()..].to_owned();
+            } else {
+                // Held until the span closes or the line ends.
+                self.pending = from;
+                return;
+            }
+        }
+    }
+
+    /// Plain text on the current line.
+    fn show(&mut self, text: &str, out: &mut String) {
+        out.push_str(text);
+        self.last = text.chars().next_back().or(self.last);
     }
 
     fn line(&mut self, raw: &str, out: &mut String) {
@@ -144,6 +254,21 @@ fn inline(text: &str) -> String {
         }
     }
     out
+}
+
+/// Whether the delimiter `rest` starts with could still open a span (its
+/// closer may be yet to come): `*` or `_` not followed by a space, `_` not
+/// inside a word, and any `` ` `` or `[`.
+fn may_open(rest: &str, before: Option<char>) -> bool {
+    let c = rest.chars().next().unwrap_or(' ');
+    if matches!(c, '`' | '[') {
+        return true;
+    }
+    let body = rest.trim_start_matches(c);
+    if c == '_' && before.is_some_and(char::is_alphanumeric) {
+        return false;
+    }
+    body.is_empty() || !body.starts_with(char::is_whitespace)
 }
 
 /// The span `rest` opens (`before`: the character ahead of it), rendered,
@@ -244,8 +369,12 @@ mod tests {
     #[test]
     fn streams_line_by_line() {
         let mut md = Markdown::default();
-        assert_eq!(md.push("# Tit"), "");
-        let out = md.push("le\nSome **bold** and `code`.\n- an item\n```diff\n-old\n+new\n```\nte");
+        // A heading streams as soon as its `#` is followed by a space.
+        let mut out = md.push("# Tit");
+        assert_eq!(plain(&out), "Tit");
+        out.push_str(
+            &md.push("le\nSome **bold** and `code`.\n- an item\n```diff\n-old\n+new\n```\nte"),
+        );
         assert_eq!(
             plain(&out),
             "Title\nSome bold and code.\n• an item\n```diff\n-old\n+new\n```\n"
@@ -253,7 +382,25 @@ mod tests {
         assert!(out.contains(&format!("{BOLD}bold{BOLD:#}")));
         assert!(out.contains(&format!("{ADDED}+new{ADDED:#}")));
         assert!(out.contains(&format!("{REMOVED}-old{REMOVED:#}")));
-        assert_eq!(plain(&md.finish()), "te\n");
+        out.push_str(&md.finish());
+        assert_eq!(
+            plain(&out),
+            "Title\nSome bold and code.\n• an item\n```diff\n-old\n+new\n```\nte\n"
+        );
+    }
+
+    #[test]
+    fn a_long_line_streams_and_a_span_waits_for_its_closer() {
+        let mut md = Markdown::default();
+        assert_eq!(md.push("Hello wor"), "Hello wor");
+        assert_eq!(md.push("ld **bo"), "ld ");
+        assert_eq!(
+            md.push("ld** and snake_case, 2 * 3\n"),
+            format!("{BOLD}bold{BOLD:#} and snake_case, 2 * 3\n")
+        );
+        // An opener without its closer is text at the line's end.
+        assert_eq!(md.push("an *open"), "an ");
+        assert_eq!(md.finish(), "*open\n");
     }
 
     #[test]
