@@ -350,13 +350,17 @@ fn resume_continues_the_last_conversation() {
 #[test]
 fn diff_shows_the_sessions_edits_and_undo_reverts_the_last() {
     let dir = root_with(&[("calc.py", "def add(a, b):\n    return a - b\n")]);
-    let edit = json!({"path": "calc.py", "old_string": "    return a - b", "new_string": "    return a + b"});
+    let first = json!({"path": "calc.py", "old_string": "    return a - b", "new_string": "    return a + b"});
+    let second = json!({"path": "calc.py", "old_string": "def add(a, b):", "new_string": "def add(a, b, c=0):"});
     let server = LlmServer::start(vec![
         Scripted::openai_turn(
             "",
             &[("c1", "read", &json!({"path": "calc.py"}).to_string())],
         ),
-        Scripted::openai_turn("", &[("c2", "edit", &edit.to_string())]),
+        // Two edits of one file in one turn: /diff is against the file
+        // before the first.
+        Scripted::openai_turn("", &[("c2", "edit", &first.to_string())]),
+        Scripted::openai_turn("", &[("c3", "edit", &second.to_string())]),
         Scripted::openai_text("Fixed."),
     ]);
     let pane = Pane::start(dir.path(), &server.openai_base_url(), &["--yes"]);
@@ -365,16 +369,20 @@ fn diff_shows_the_sessions_edits_and_undo_reverts_the_last() {
     pane.line("fix add");
     pane.wait_for("Fixed.", 1);
     pane.line("/diff");
-    // Against the file as it was when the session began.
-    pane.wait("the session's diff", |s| {
-        s.contains("--- a/calc.py\n+++ b/calc.py\n") && s.matches("-    return a - b").count() >= 2
-    });
+    pane.wait(
+        "the session's diff",
+        |s| {
+            s.contains("--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n-def add(a, b):\n-    return a - b\n+def add(a, b, c=0):\n+    return a + b\n")
+        },
+    );
     pane.line("/undo");
     pane.wait_for("undone: restored calc.py", 1);
     assert_eq!(
         std::fs::read_to_string(dir.path().join("calc.py")).unwrap(),
-        "def add(a, b):\n    return a - b\n"
+        "def add(a, b):\n    return a + b\n"
     );
+    pane.line("/undo");
+    pane.wait_for("undone: restored calc.py", 2);
     pane.line("/diff");
     pane.wait_for("No file was changed by an edit in this session", 2);
 }

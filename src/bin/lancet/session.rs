@@ -248,8 +248,16 @@ impl State {
         // What streamed since the last tool result (the cut turn's words).
         let mut partial = String::new();
         let mut usage_seen: Option<u64> = None;
-        let mut edits: Vec<String> = Vec::new();
         let mut looped: Option<String> = None;
+        let State {
+            p,
+            tools,
+            transcript,
+            config,
+            before,
+            ..
+        } = self;
+        let ws = &p.ws;
         let mut show = |e: Event| {
             match &e {
                 Event::Text { text } => partial.push_str(text),
@@ -258,7 +266,8 @@ impl State {
                     input_tokens,
                     output_tokens,
                 } => usage_seen = Some(input_tokens + output_tokens),
-                Event::Edit { diff, .. } => edits.push(diff.clone()),
+                // Right after the edit, before anything else changes the file.
+                Event::Edit { diff, .. } => remember_before(ws, before, diff),
                 Event::Looping { chunk, repeats } => {
                     looped = Some(run::ending_looping(chunk, *repeats));
                 }
@@ -266,13 +275,6 @@ impl State {
             }
             print_event(&e, &mut md);
         };
-        let State {
-            p,
-            tools,
-            transcript,
-            config,
-            ..
-        } = self;
         let provider: &Provider = &p.provider;
         let result = runtime.block_on(async {
             tokio::select! {
@@ -287,9 +289,6 @@ impl State {
             anstream::print!("{rest}");
         }
         let _ = std::io::stdout().flush();
-        for diff in &edits {
-            self.remember_before(diff);
-        }
         if let Some(n) = usage_seen {
             self.last_context = Some(n);
         }
@@ -465,29 +464,6 @@ impl State {
         Ok(true)
     }
 
-    /// Remembers, for each file in an edit's diff not seen before, what it
-    /// was before the edit (the diff reversed onto the file as it is now).
-    fn remember_before(&mut self, diff: &str) {
-        for file in split_files(diff) {
-            if let Some(old) = &file.old {
-                if !self.before.contains_key(old) {
-                    let after = file
-                        .new
-                        .as_deref()
-                        .and_then(|n| read(&self.p.ws, n))
-                        .unwrap_or_default();
-                    let original = reverse(&after, &file.hunks);
-                    self.before.insert(old.clone(), Some(original));
-                }
-            }
-            if let Some(new) = &file.new {
-                if file.old.as_ref() != Some(new) && !self.before.contains_key(new) {
-                    self.before.insert(new.clone(), None);
-                }
-            }
-        }
-    }
-
     /// `/diff`: each file an edit changed, against how it was before the session changed it.
     fn diff(&self) {
         let mut out = String::new();
@@ -591,6 +567,33 @@ impl State {
             style::GOOD,
             &words::session_compacted(dropped, self.messages.len()),
         );
+    }
+}
+
+/// Remembers, for each file in an edit's diff not seen before, what it
+/// was before the edit (the diff reversed onto the file as it is now).
+fn remember_before(
+    ws: &lancet::Workspace,
+    before: &mut BTreeMap<String, Option<String>>,
+    diff: &str,
+) {
+    for file in split_files(diff) {
+        if let Some(old) = &file.old {
+            if !before.contains_key(old) {
+                let after = file
+                    .new
+                    .as_deref()
+                    .and_then(|n| read(ws, n))
+                    .unwrap_or_default();
+                let original = reverse(&after, &file.hunks);
+                before.insert(old.clone(), Some(original));
+            }
+        }
+        if let Some(new) = &file.new {
+            if file.old.as_ref() != Some(new) && !before.contains_key(new) {
+                before.insert(new.clone(), None);
+            }
+        }
     }
 }
 
