@@ -228,6 +228,22 @@ fn an_ask_prompt_answered_yes_then_no_with_a_reason() {
             &json!({"command": "touch no.txt"}).to_string(),
         ),
         Scripted::openai_text("left it"),
+        Scripted::openai_tool_call(
+            "c3",
+            "bash",
+            &json!({"command": "touch s1.txt"}).to_string(),
+        ),
+        Scripted::openai_tool_call(
+            "c4",
+            "bash",
+            &json!({"command": "touch s2.txt"}).to_string(),
+        ),
+        Scripted::openai_tool_call(
+            "c5",
+            "bash",
+            &json!({"command": "touch s3.txt; rm a.txt"}).to_string(),
+        ),
+        Scripted::openai_text("all asked"),
     ]);
     let pane = Pane::start(
         dir.path(),
@@ -255,6 +271,23 @@ fn an_ask_prompt_answered_yes_then_no_with_a_reason() {
     let after = sent(&server, 3);
     assert!(after.contains("The user declined"), "{after}");
     assert!(after.contains("not in this project"), "{after}");
+    // "Always in this session" covers the command's prefix, and only
+    // commands made of it alone.
+    pane.line("make three");
+    pane.wait_for("[y]es  [n]o  [s]ession: always bash(touch *) here", 1);
+    pane.type_text("s");
+    pane.keys(&["Enter"]);
+    // s2.txt is not asked about; the compound command is.
+    pane.wait_for("Allow bash touch s3.txt; rm a.txt?", 1);
+    assert!(dir.path().join("s1.txt").exists());
+    assert!(dir.path().join("s2.txt").exists());
+    assert_eq!(pane.screen().matches("[y]es  [n]o").count(), 4);
+    pane.type_text("n");
+    pane.keys(&["Enter"]);
+    pane.wait_for("Why not?", 2);
+    pane.keys(&["Enter"]);
+    pane.wait_for("all asked", 1);
+    assert!(dir.path().join("a.txt").exists());
 }
 
 /// The pids of processes whose command line is exactly `argv`.
@@ -322,6 +355,8 @@ fn resume_continues_the_last_conversation() {
     let server = LlmServer::start(vec![
         Scripted::openai_text("noted"),
         Scripted::openai_text("you said the word is heron"),
+        Scripted::openai_text("a new conversation"),
+        Scripted::openai_text("heron, still"),
     ]);
     {
         let pane = Pane::start(dir.path(), &server.openai_base_url(), &["--yes"]);
@@ -342,6 +377,22 @@ fn resume_continues_the_last_conversation() {
     let second = sent(&server, 1);
     assert!(second.contains("the word is heron"), "{second}");
     assert!(second.contains("noted"), "{second}");
+    // /clear starts afresh; /resume goes back to the last transcript.
+    pane.line("/clear");
+    pane.wait_for("a new conversation (the last one stays", 1);
+    pane.line("hello again");
+    pane.wait_for("a new conversation\n", 1);
+    assert!(!sent(&server, 2).contains("heron"));
+    pane.line("/clear");
+    pane.line("/resume");
+    pane.wait_for("continuing session", 2);
+    pane.line("and now?");
+    pane.wait_for("heron, still", 1);
+    let last = sent(&server, 3);
+    assert!(
+        last.contains("hello again") && !last.contains("the word is heron"),
+        "{last}"
+    );
     // History is the user's, per project, outside the repository.
     let history = dir.path().join(".test-home/data/lancet/history");
     assert!(std::fs::read_dir(&history).unwrap().count() == 1);
