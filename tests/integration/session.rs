@@ -274,7 +274,7 @@ fn an_ask_prompt_answered_yes_then_no_with_a_reason() {
     // "Always in this session" covers the command's prefix, and only
     // commands made of it alone.
     pane.line("make three");
-    pane.wait_for("[y]es  [n]o  [s]ession: always bash(touch *) here", 1);
+    pane.wait_for("Allow bash touch s1.txt?", 1);
     pane.type_text("s");
     pane.keys(&["Enter"]);
     // s2.txt is not asked about; the compound command is.

@@ -76,6 +76,24 @@ pub(crate) fn session(args: &RunArgs) -> Result<Exit, Error> {
     // and a counter a turn waits on.
     let cut = Arc::new(AtomicBool::new(false));
     let (cut_tx, mut cut_rx) = tokio::sync::watch::channel(0u64);
+    // Registered here, before the first turn (a listener's first poll may
+    // come late, and until then SIGINT would do what it did before: an
+    // ignored one, under a shell that ignores it, would be lost).
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut interrupts = runtime
+            .block_on(async { signal(SignalKind::interrupt()) })
+            .map_err(Error::Runtime)?;
+        let cut = cut.clone();
+        runtime.spawn(async move {
+            while interrupts.recv().await.is_some() {
+                cut.store(true, Ordering::SeqCst);
+                cut_tx.send_modify(|n| *n += 1);
+            }
+        });
+    }
+    #[cfg(not(unix))]
     {
         let cut = cut.clone();
         runtime.spawn(async move {
@@ -87,21 +105,22 @@ pub(crate) fn session(args: &RunArgs) -> Result<Exit, Error> {
     }
     // SIGTERM or SIGHUP (the terminal closed): nothing outlives the session.
     #[cfg(unix)]
-    runtime.spawn(async {
+    if let (Ok(mut term), Ok(mut hup)) = runtime.block_on(async {
         use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut hup)) = (
+        (
             signal(SignalKind::terminate()),
             signal(SignalKind::hangup()),
-        ) else {
-            return;
-        };
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = hup.recv() => {}
-        }
-        end_descendants();
-        std::process::exit(1);
-    });
+        )
+    }) {
+        runtime.spawn(async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = hup.recv() => {}
+            }
+            end_descendants();
+            std::process::exit(1);
+        });
+    }
     let always = Arc::new(Mutex::new(Always::default()));
     let config = p.config();
     let tools = tools(&p, &root, &always, &cut);
