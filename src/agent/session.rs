@@ -18,6 +18,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::types::{Message, Usage};
+
+/// The interactive session's words (they live with the agent's others).
+pub use super::words::session as words;
 use crate::workspace::{StateDir, Workspace, WorkspaceError};
 
 /// One line of a transcript.
@@ -77,6 +80,38 @@ fn into_io(e: WorkspaceError) -> io::Error {
     }
 }
 
+/// The messages of the transcript `name` in `dir`.
+fn replay(dir: &StateDir, name: &str) -> io::Result<Vec<Message>> {
+    let mut messages = Vec::new();
+    for line in BufReader::new(dir.open_file(name).map_err(into_io)?).lines() {
+        // A line cut short by an interrupted run is skipped, not fatal.
+        match serde_json::from_str::<Entry>(&line?) {
+            Ok(Entry::Message { message }) => messages.push(message),
+            Ok(Entry::Compacted {
+                summary,
+                messages: restart,
+            }) => {
+                messages = if restart.is_empty() {
+                    vec![Message::user(summary)]
+                } else {
+                    restart
+                };
+            }
+            _ => {}
+        }
+    }
+    // A run interrupted between a model's calls and their results leaves
+    // calls nobody answered, which no provider accepts: they are dropped.
+    if messages.last().is_some_and(|m| {
+        m.blocks
+            .iter()
+            .any(|b| matches!(b, crate::agent::types::Block::ToolCall { .. }))
+    }) {
+        messages.pop();
+    }
+    Ok(messages)
+}
+
 impl Session {
     /// Starts a new transcript; its id sorts by time.
     pub fn create(root: &Path, now_millis: u128) -> io::Result<Session> {
@@ -104,36 +139,18 @@ impl Session {
             return Ok(None);
         };
         let path = dir.path().join(&name);
-        let mut messages = Vec::new();
-        for line in BufReader::new(dir.open_file(&name).map_err(into_io)?).lines() {
-            // A line cut short by an interrupted run is skipped, not fatal.
-            match serde_json::from_str::<Entry>(&line?) {
-                Ok(Entry::Message { message }) => messages.push(message),
-                Ok(Entry::Compacted {
-                    summary,
-                    messages: restart,
-                }) => {
-                    messages = if restart.is_empty() {
-                        vec![Message::user(summary)]
-                    } else {
-                        restart
-                    };
-                }
-                _ => {}
-            }
-        }
-        // A run interrupted between a model's calls and their results leaves
-        // calls nobody answered, which no provider accepts: they are dropped.
-        if messages.last().is_some_and(|m| {
-            m.blocks
-                .iter()
-                .any(|b| matches!(b, crate::agent::types::Block::ToolCall { .. }))
-        }) {
-            messages.pop();
-        }
+        let messages = replay(&dir, &name)?;
         let id = name.trim_end_matches(".jsonl").to_owned();
         let file = dir.append_file(&name).map_err(into_io)?;
         Ok(Some((Session { id, path, file }, messages)))
+    }
+
+    /// The conversation this transcript holds now, as [`Session::resume_last`]
+    /// reads it back (compactions applied, unanswered calls dropped): what a
+    /// session continues from after a turn was cut short (Ctrl-C), whose
+    /// messages up to the cut were each recorded as they happened.
+    pub fn messages(&self, root: &Path) -> io::Result<Vec<Message>> {
+        replay(&dir(root)?, &format!("{}.jsonl", self.id))
     }
 
     /// A transcript written to `file`, already open at `path` (the
@@ -241,5 +258,7 @@ mod tests {
         .unwrap();
         let (_, messages) = Session::resume_last(dir.path()).unwrap().unwrap();
         assert_eq!(messages, [Message::user("task")]);
+        // The open transcript reads back the same (a session after Ctrl-C).
+        assert_eq!(s.messages(dir.path()).unwrap(), [Message::user("task")]);
     }
 }

@@ -2677,3 +2677,318 @@ mod ending_tests {
         insta::assert_snapshot!(out);
     }
 }
+
+// ---------------------------------------------------------------------------
+// Words of the interactive session (`lancet` on a terminal)
+
+/// The interactive session's words, re-exported as
+/// [`session::words`](super::session::words) for the binary.
+pub mod session {
+    use super::*;
+
+    /// The session's slash commands and what each does, in `/help`'s order
+    /// (completion offers the names; the README's table is this list).
+    pub const SESSION_COMMANDS: &[(&str, &str)] = &[
+        ("/help", "this list, and the keys"),
+        ("/model NAME", "talk to another model from the next turn on"),
+        ("/format NAME", "another edit format from the next turn on"),
+        (
+            "/mode MODE",
+            "read-only, ask or auto: what runs without asking",
+        ),
+        ("/diff", "everything lancet's edits changed in this session"),
+        (
+            "/undo",
+            "revert the last edit (the journal `lancet undo` uses)",
+        ),
+        (
+            "/compact",
+            "drop all but the last two of your turns (trimmed, not summarised)",
+        ),
+        ("/cost", "tokens and cost of this session"),
+        ("/clear", "start a new conversation (a new transcript)"),
+        ("/resume", "continue the last transcript of this project"),
+        (
+            "/exit",
+            "leave (so do Ctrl-D, and Ctrl-C twice at an empty prompt)",
+        ),
+    ];
+
+    /// The session's keys, for `/help` and the README.
+    pub const SESSION_KEYS: &[(&str, &str)] = &[
+        ("Enter", "send the line"),
+        (
+            "Alt-Enter, or a trailing \\",
+            "a new line in the same message",
+        ),
+        ("Ctrl-R", "search the history (this project's)"),
+        ("Tab", "complete a slash command or a path in the project"),
+        (
+            "Ctrl-C",
+            "stop the turn (the model and any command); at an empty prompt, twice: leave",
+        ),
+        ("Ctrl-D", "leave"),
+    ];
+
+    /// `/help`.
+    pub fn session_help() -> String {
+        let mut out = String::from("Commands:\n");
+        for (name, what) in SESSION_COMMANDS {
+            let _ = writeln!(out, "  {name:<14} {what}");
+        }
+        out.push_str("Keys:\n");
+        for (key, what) in SESSION_KEYS {
+            let _ = writeln!(out, "  {key:<27} {what}");
+        }
+        out.push_str("Anything else is a message to the model, on the same conversation.\n");
+        out
+    }
+
+    /// The first lines of a session.
+    pub fn session_banner(model: &str, format: &str, mode: &str, root: &Path) -> String {
+        format!(
+            "lancet session in {} — model {model}, format {format}, mode {mode}\n/help for commands and keys; Ctrl-D leaves.\n",
+            for_terminal(&root.display().to_string(), Layout::Line)
+        )
+    }
+
+    /// An unknown slash command, and what exists.
+    pub fn session_unknown_command(name: &str) -> String {
+        let names: Vec<&str> = SESSION_COMMANDS
+            .iter()
+            .map(|(n, _)| n.split(' ').next().unwrap_or(n))
+            .collect();
+        format!(
+            "There is no command `{}`. The commands are: {}.",
+            for_terminal(name, Layout::Line),
+            names.join(" ")
+        )
+    }
+
+    /// A slash command given the wrong argument: what it takes.
+    pub fn session_usage(command: &str, takes: &str) -> String {
+        format!("{command} takes {takes}.")
+    }
+
+    /// The first Ctrl-C at an empty prompt.
+    pub const SESSION_CTRL_C_AGAIN: &str = "(Ctrl-C again, or Ctrl-D, to leave)";
+
+    /// Ctrl-C stopped a turn.
+    pub const SESSION_TURN_STOPPED: &str =
+        "stopped: the turn was interrupted (the conversation is kept; type to go on)";
+
+    /// What the model reads in the conversation where a turn was cut short by
+    /// the person (recorded as its own reply, so the next message follows it).
+    pub fn session_interrupted(partial: &str) -> String {
+        let partial = partial.trim_end();
+        if partial.is_empty() {
+            "[The user interrupted this turn (Ctrl-C) before the reply was finished; any command that was running was stopped.]".to_owned()
+        } else {
+            format!(
+                "{partial}\n\n[The user interrupted this turn (Ctrl-C) here; any command that was running was stopped.]"
+            )
+        }
+    }
+
+    /// The model reads this after a refusal, when the person said why.
+    pub fn declined_because(reason: &str) -> String {
+        format!(" The user's reason: {}", reason.trim())
+    }
+
+    /// The question before a call runs in the session's `ask` mode (after the
+    /// diff or the command, shown whole): the four answers, and what "always"
+    /// would allow (`rule`, in the permission rules' syntax).
+    pub fn session_question(tool: &str, subject: &str, rule: &str) -> String {
+        format!(
+            "Allow {} {}?  [y]es  [n]o  [s]ession: always {rule} here  [p]roject: always {rule} in this project > ",
+            for_terminal(tool, Layout::Line),
+            for_terminal(subject, Layout::Line),
+        )
+    }
+
+    /// Asked after a "no".
+    pub const SESSION_REASON: &str = "Why not? (sent to the model; Enter for no reason) > ";
+
+    /// An answer to the question that is none of the four.
+    pub const SESSION_ANSWER_AGAIN: &str = "Answer y, n, s or p.";
+
+    /// "Always for this project" could not be kept.
+    pub fn session_not_remembered(file: &Path, why: &str) -> String {
+        format!(
+            "allowed for this session only: {} could not be written ({why})",
+            file.display()
+        )
+    }
+
+    /// "Always for this project" was kept.
+    pub fn session_remembered(rule: &str, file: &Path) -> String {
+        format!(
+            "`{rule}` is allowed in this project from now on (kept in {}, outside the project)",
+            file.display()
+        )
+    }
+
+    /// The line after each turn: model, format, mode, tokens, context use, cost.
+    pub fn session_status(
+        model: &str,
+        format: &str,
+        mode: &str,
+        tokens: (u64, u64),
+        context: Option<(u64, u64)>,
+        cost: Option<f64>,
+    ) -> String {
+        let mut out = format!(
+            "{model} · {format} · {mode} · {} in, {} out",
+            tokens.0, tokens.1
+        );
+        match context {
+            Some((used, window)) if window > 0 => {
+                let _ = write!(out, " · context {}%", used.saturating_mul(100) / window);
+            }
+            _ => out.push_str(" · context ?"),
+        }
+        match cost {
+            Some(c) => {
+                let _ = write!(out, " · ${c:.4}");
+            }
+            None => out.push_str(" · cost ?"),
+        }
+        out
+    }
+
+    /// `/cost`.
+    pub fn session_cost(turns: u32, tokens: (u64, u64), cost: Option<f64>) -> String {
+        let cost = cost.map_or_else(
+            || "no price for this model in models.toml".to_owned(),
+            |c| format!("${c:.4}"),
+        );
+        format!(
+            "this session: {turns} model turn{}, {} tokens in, {} out, {cost}",
+            if turns == 1 { "" } else { "s" },
+            tokens.0,
+            tokens.1
+        )
+    }
+
+    /// What a slash command changed, or found.
+    pub fn session_changed(what: &str, value: &str) -> String {
+        format!("{what} is now {}", for_terminal(value, Layout::Line))
+    }
+
+    /// `/diff` with nothing to show.
+    pub const SESSION_NO_DIFF: &str =
+        "No file was changed by an edit in this session (commands the model ran are not tracked).";
+
+    /// `/undo` said what it restored.
+    pub fn session_undone(restored: &[String], removed: &[String]) -> String {
+        let mut out = String::from("undone:");
+        for p in restored {
+            let _ = write!(out, " restored {}", for_terminal(p, Layout::Line));
+        }
+        for p in removed {
+            let _ = write!(out, " removed {}", for_terminal(p, Layout::Line));
+        }
+        out
+    }
+
+    /// `/compact`: how much was dropped.
+    pub fn session_compacted(dropped: usize, kept: usize) -> String {
+        if dropped == 0 {
+            format!("nothing to compact: the conversation is {kept} messages")
+        } else {
+            format!("compacted: {dropped} earlier messages dropped, {kept} kept")
+        }
+    }
+
+    /// What the model reads in place of the messages `/compact` dropped.
+    pub fn session_compact_note(dropped: usize, first_task: &str) -> String {
+        format!(
+            "[The user compacted this conversation: {dropped} earlier messages were dropped. The session's first task was:]\n{first_task}\n[The conversation goes on from here.]"
+        )
+    }
+
+    /// `/clear`.
+    pub const SESSION_CLEARED: &str = "a new conversation (the last one stays in its transcript)";
+
+    /// `/resume`.
+    pub fn session_resumed(id: &str, messages: usize) -> String {
+        format!("continuing session {id} ({messages} messages)")
+    }
+
+    /// `/resume` with no transcript.
+    pub const SESSION_NOTHING_TO_RESUME: &str = "There is no earlier session in this project.";
+
+    #[cfg(test)]
+    mod session_tests {
+        //! The interactive session's words, in a snapshot of their own.
+
+        use super::*;
+
+        #[test]
+        fn session_words() {
+            let mut out = String::new();
+            for (title, text) in [
+                ("help", session_help()),
+                (
+                    "banner",
+                    session_banner("m", "search-replace", "ask", Path::new("/p")),
+                ),
+                ("unknown", session_unknown_command("/frob\x1b[2J")),
+                ("usage", session_usage("/mode", "read-only, ask or auto")),
+                ("again", SESSION_CTRL_C_AGAIN.to_owned()),
+                ("stopped", SESSION_TURN_STOPPED.to_owned()),
+                ("interrupted (empty)", session_interrupted("")),
+                (
+                    "interrupted",
+                    session_interrupted("I will run the tests.\n"),
+                ),
+                ("declined", declined_because(" use the fixture instead ")),
+                (
+                    "question",
+                    session_question("bash", "cargo test", "bash(cargo test *)"),
+                ),
+                ("reason", SESSION_REASON.to_owned()),
+                ("answer again", SESSION_ANSWER_AGAIN.to_owned()),
+                (
+                    "not remembered",
+                    session_not_remembered(Path::new("/h/.config/lancet/session.toml"), "denied"),
+                ),
+                (
+                    "remembered",
+                    session_remembered("edit", Path::new("/h/.config/lancet/session.toml")),
+                ),
+                (
+                    "status",
+                    session_status(
+                        "m",
+                        "udiff",
+                        "auto",
+                        (1200, 34),
+                        Some((1200, 8000)),
+                        Some(0.0123),
+                    ),
+                ),
+                (
+                    "status unknown",
+                    session_status("m", "udiff", "auto", (1, 2), None, None),
+                ),
+                ("cost", session_cost(3, (10, 20), None)),
+                ("changed", session_changed("the model", "gpt-x")),
+                ("no diff", SESSION_NO_DIFF.to_owned()),
+                (
+                    "undone",
+                    session_undone(&["a.rs".to_owned()], &["new.rs".to_owned()]),
+                ),
+                ("compacted", session_compacted(6, 4)),
+                ("compacted nothing", session_compacted(0, 2)),
+                ("compact note", session_compact_note(6, "fix the bug")),
+                ("cleared", SESSION_CLEARED.to_owned()),
+                ("resumed", session_resumed("0001-00002", 5)),
+                ("nothing to resume", SESSION_NOTHING_TO_RESUME.to_owned()),
+            ] {
+                let _ = write!(out, "=== {title} ===\n{text}\n\n");
+            }
+            insta::assert_snapshot!(out);
+        }
+    }
+}

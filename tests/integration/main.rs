@@ -34,3 +34,5 @@ mod layout;
 mod llm_server;
 mod props;
 mod security;
+#[cfg(all(feature = "agent", unix))]
+mod session;

@@ -195,6 +195,13 @@ pub struct Question<'a> {
 pub trait Prompter: Send {
     /// Asks about one call.
     fn confirm(&mut self, question: &Question<'_>) -> Answer;
+
+    /// Why the person answered the last question [`Answer::No`], when they
+    /// said (the interactive session asks): it is sent to the model with the
+    /// refusal. Taken once.
+    fn reason(&mut self) -> Option<String> {
+        None
+    }
 }
 
 /// The prompter for runs without a terminal: nobody can answer, so "ask"

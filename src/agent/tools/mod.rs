@@ -266,7 +266,15 @@ impl Tools {
                 }
             }
         };
-        Err(Box::new(refuse(tool, subject, refusal)))
+        let mut outcome = refuse(tool, subject, refusal);
+        if matches!(outcome.refusal, Some(Refusal::Declined)) {
+            if let Some(reason) = self.prompter.reason() {
+                outcome
+                    .content
+                    .push_str(&words::session::declined_because(&reason));
+            }
+        }
+        Err(Box::new(outcome))
     }
 
     /// Checks and asks at once (for calls whose detail is known up front).

@@ -52,7 +52,7 @@ use crate::run;
 /// A run's arguments for resolving one provider model as `lancet run` does.
 fn run_args(model: Option<String>, provider: Option<ProviderChoice>) -> RunArgs {
     RunArgs {
-        task: String::new(),
+        task: None,
         model,
         provider,
         base_url: None,

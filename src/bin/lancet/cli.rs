@@ -58,7 +58,50 @@ impl Cli {
                 command: Command::Apply(apply),
             });
         }
-        Cli::try_parse_from(args)
+        #[cfg(feature = "agent")]
+        if let Some(cli) = session(&args) {
+            return Ok(cli);
+        }
+        let cli = Cli::try_parse_from(args.iter())?;
+        #[cfg(feature = "agent")]
+        if matches!(&cli.command, Command::Run(r) if r.task.is_none()) && !interactive() {
+            // Off a terminal a task is required, with today's error.
+            use clap::CommandFactory as _;
+            Cli::command()
+                .mut_subcommand("run", |c| c.mut_arg("task", |a| a.required(true)))
+                .try_get_matches_from(args)?;
+        }
+        Ok(cli)
+    }
+}
+
+/// Whether a person is there: stdin and stdout are both terminals.
+#[cfg(feature = "agent")]
+pub(crate) fn interactive() -> bool {
+    use std::io::IsTerminal as _;
+    std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
+}
+
+/// `lancet [RUN OPTIONS]` on a terminal: `lancet run [RUN OPTIONS]` without
+/// a task (the session). Anything else (a subcommand, `--help`, a task, no
+/// terminal) is left to the whole tree, whose errors stay as they were.
+#[cfg(feature = "agent")]
+fn session(args: &[OsString]) -> Option<Cli> {
+    let bare = match args.get(1).and_then(|a| a.to_str()) {
+        None => args.len() == 1,
+        Some(a) => a.starts_with('-') && !matches!(a, "-h" | "--help" | "-V" | "--version"),
+    };
+    if !bare || !interactive() {
+        return None;
+    }
+    let mut run = vec![
+        args.first().cloned().unwrap_or_else(|| "lancet".into()),
+        "run".into(),
+    ];
+    run.extend(args.iter().skip(1).cloned());
+    match Cli::try_parse_from(run) {
+        Ok(cli) if matches!(&cli.command, Command::Run(r) if r.task.is_none()) => Some(cli),
+        _ => None,
     }
 }
 
@@ -336,8 +379,8 @@ fn modes() -> Named<lancet::agent::permissions::Mode> {
 #[cfg(feature = "agent")]
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
-    /// What the agent should do.
-    pub(crate) task: String,
+    /// What the agent should do (none, on a terminal: the interactive session).
+    pub(crate) task: Option<String>,
     /// Model as the provider names it (default: config, else LANCET_MODEL).
     #[arg(short, long)]
     pub(crate) model: Option<String>,

@@ -250,6 +250,10 @@ pub(crate) enum Error {
     #[cfg(feature = "agent")]
     #[error("interrupted; the session so far is saved (continue with --resume)")]
     Interrupted,
+    /// The session's terminal failed (the line editor's error).
+    #[cfg(feature = "agent")]
+    #[error("the session's terminal failed: {0}")]
+    Session(String),
     /// `bench`: a flag, source or model kind that is not built yet.
     #[cfg(feature = "agent")]
     #[error("{what} is not built yet (README.md, \"Benchmark\", lists what is)")]
@@ -518,6 +522,8 @@ impl Error {
             Error::Provider { .. } => Exit::Provider,
             #[cfg(feature = "agent")]
             Error::Interrupted => Exit::Failed,
+            #[cfg(feature = "agent")]
+            Error::Session(_) => Exit::Io,
             #[cfg(feature = "agent")]
             Error::BenchNotBuilt { .. }
             | Error::BenchMissing(_)

@@ -12,9 +12,17 @@ mod bench;
 mod cli;
 mod error;
 #[cfg(feature = "agent")]
+mod markdown;
+#[cfg(feature = "agent")]
 mod run;
 #[cfg(feature = "agent")]
 mod sandbox;
+#[cfg(feature = "agent")]
+mod session;
+#[cfg(feature = "agent")]
+mod session_ask;
+#[cfg(feature = "agent")]
+mod session_line;
 #[cfg(feature = "agent")]
 mod settings;
 mod style;

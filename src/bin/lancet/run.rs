@@ -37,14 +37,14 @@ pub(crate) struct Settings {
     pub(crate) base_url: String,
     pub(crate) api_key: Option<String>,
     pub(crate) model: String,
-    format: lancet::Format,
-    text_mode: bool,
-    mode: Mode,
-    max_turns: u32,
+    pub(crate) format: lancet::Format,
+    pub(crate) text_mode: bool,
+    pub(crate) mode: Mode,
+    pub(crate) max_turns: u32,
     pub(crate) max_tokens: u32,
     pub(crate) loop_repeats: u32,
-    bash_timeout: u64,
-    context_window: Option<u64>,
+    pub(crate) bash_timeout: u64,
+    pub(crate) context_window: Option<u64>,
     pub(crate) sandbox: SandboxMode,
     pub(crate) sandbox_network: bool,
     pub(crate) sandbox_writable: Vec<PathBuf>,
@@ -53,7 +53,7 @@ pub(crate) struct Settings {
     pub(crate) turn_timeout: Option<u64>,
     pub(crate) max_retries: Option<u32>,
     pub(crate) max_reply_bytes: Option<u64>,
-    layer: Layer,
+    pub(crate) layer: Layer,
 }
 
 /// A one-line note on stderr.
@@ -306,7 +306,7 @@ pub(crate) fn settings(args: &RunArgs, root: &Path, models: &Models) -> Result<S
     })
 }
 
-fn permissions(s: &Settings) -> Result<Permissions, Error> {
+pub(crate) fn permissions(s: &Settings) -> Result<Permissions, Error> {
     let parse = |rules: &[String]| -> Result<Vec<Rule>, Error> {
         rules
             .iter()
@@ -374,7 +374,57 @@ pub(crate) fn catalogue() -> Result<Models, Error> {
     }
 }
 
-pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
+/// What a one-shot run and a session share, made from the arguments: the
+/// settings, the provider, the rules and the tools' configuration.
+pub(crate) struct Prepared {
+    pub(crate) models: Models,
+    pub(crate) ws: Workspace,
+    pub(crate) s: Settings,
+    pub(crate) rules: Permissions,
+    pub(crate) provider: Provider,
+    pub(crate) tc: ToolsConfig,
+    /// What the bash tool's commands are confined to, in words.
+    pub(crate) jail: String,
+    /// The project's AGENTS.md.
+    agents: Option<String>,
+    /// The system prompt's note on the sandbox.
+    sandbox_note: String,
+}
+
+impl Prepared {
+    /// The system prompt for an edit format and mode.
+    pub(crate) fn system(&self, format: lancet::Format, text_mode: bool) -> String {
+        let mut system =
+            run::system_prompt(format.instructions(), text_mode, self.agents.as_deref());
+        system.push_str(&self.sandbox_note);
+        system
+    }
+
+    /// The loop's configuration from the settings.
+    pub(crate) fn config(&self) -> RunConfig {
+        RunConfig {
+            model: self.s.model.clone(),
+            system: self.system(self.s.format, self.s.text_mode),
+            max_turns: self.s.max_turns,
+            max_tokens: self.s.max_tokens,
+            context_window: self.s.context_window,
+            loop_repeats: self.s.loop_repeats,
+        }
+    }
+
+    /// The provider's error, with the endpoint it came from.
+    pub(crate) fn provider_failed(&self, source: lancet::agent::types::ProviderError) -> Error {
+        Error::Provider {
+            source: Box::new(source),
+            base_url: self.s.base_url.clone(),
+            model: self.s.model.clone(),
+            idle: provider_config(&self.s).idle_timeout,
+        }
+    }
+}
+
+/// Reads the configuration and builds what a run needs.
+pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Error> {
     // Orphans of the bash tool's commands come to lancet, not init, so they
     // can be ended (Linux; elsewhere the process group is what holds).
     lancet::agent::tools::adopt_orphans();
@@ -394,18 +444,12 @@ pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
     };
     let pc = provider_config(&s);
     let idle = pc.idle_timeout;
-    let provider_failed = |source| Error::Provider {
+    let provider = Provider::new(pc).map_err(|source| Error::Provider {
         source: Box::new(source),
         base_url: s.base_url.clone(),
         model: s.model.clone(),
         idle,
-    };
-    let provider = Provider::new(pc).map_err(provider_failed)?;
-    let prompter: Box<dyn Prompter> = if std::io::stdin().is_terminal() {
-        Box::new(Terminal)
-    } else {
-        Box::new(NoTerminal)
-    };
+    })?;
     let mut tc = ToolsConfig::default();
     tc.format = s.format;
     tc.text_mode = s.text_mode;
@@ -415,20 +459,37 @@ pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
     let jail =
         crate::sandbox::for_run(ws.root(), s.sandbox, s.sandbox_network, &s.sandbox_writable);
     tc.sandbox = jail.sandbox;
-    if !args.json {
-        eprintln!("lancet: {}", jail.summary);
-    }
-    let mut tools = Tools::new(ws, tc, rules, prompter);
-    let mut system = run::system_prompt(s.format.instructions(), s.text_mode, agents.as_deref());
-    system.push_str(&sandbox::prompt_note(jail.enforced.as_ref()));
-    let config = RunConfig {
-        model: s.model.clone(),
-        system,
-        max_turns: s.max_turns,
-        max_tokens: s.max_tokens,
-        context_window: s.context_window,
-        loop_repeats: s.loop_repeats,
+    Ok(Prepared {
+        models,
+        ws,
+        rules,
+        provider,
+        tc,
+        jail: jail.summary,
+        agents,
+        sandbox_note: sandbox::prompt_note(jail.enforced.as_ref()),
+        s,
+    })
+}
+
+pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
+    let Some(task) = args.task.clone() else {
+        // No task (on a terminal: the parser says so otherwise): a session.
+        return crate::session::session(args);
     };
+    let p = prepare(args)?;
+    let provider_failed = |source| p.provider_failed(source);
+    let prompter: Box<dyn Prompter> = if std::io::stdin().is_terminal() {
+        Box::new(Terminal)
+    } else {
+        Box::new(NoTerminal)
+    };
+    if !args.json {
+        eprintln!("lancet: {}", p.jail);
+    }
+    let config = p.config();
+    let (s, models, provider) = (&p.s, &p.models, &p.provider);
+    let mut tools = Tools::new(p.ws.clone(), p.tc.clone(), p.rules.clone(), prompter);
     // The transcript: the last one continued, or a new one.
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -446,10 +507,10 @@ pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
         let _ = session.record(&Entry::Start {
             model: s.model.clone(),
             format: s.format.name().to_owned(),
-            task: args.task.clone(),
+            task: task.clone(),
         });
     }
-    let task = Message::user(args.task.clone());
+    let task = Message::user(task);
     if let Some(session) = session.as_mut() {
         let _ = session.record(&Entry::Message {
             message: task.clone(),
@@ -464,7 +525,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
             "model": s.model,
             "format": s.format.name(),
             "text_mode": s.text_mode,
-            "sandbox": jail.summary,
+            "sandbox": p.jail,
         }));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -489,7 +550,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
     };
     let result = runtime.block_on(async {
         tokio::select! {
-            r = run::run(&provider, &mut tools, session.as_mut(), messages, &config, &mut show) => Some(r),
+            r = run::run(provider, &mut tools, session.as_mut(), messages, &config, &mut show) => Some(r),
             () = interrupted() => None,
         }
     });

@@ -17,6 +17,8 @@ use lancet::{ApplyReport, EditStatus, FileStatus};
 pub(crate) const GOOD: Style = AnsiColor::Green.on_default();
 /// Done, but worth a look (already applied, a warning, a partial write).
 pub(crate) const NOTICE: Style = AnsiColor::Yellow.on_default();
+/// Beside the point: the session's tool lines and status line.
+pub(crate) const DIM: Style = Style::new().effects(anstyle::Effects::DIMMED);
 /// Not done.
 pub(crate) const BAD: Style = AnsiColor::Red.on_default();
 
