@@ -24,8 +24,11 @@
 //!
 //! The guard must not refuse what the compiler accepts. ERROR nodes the
 //! grammar reports on valid code (per language: Rust 2015 `try!(…)`, whole
-//! tokens it cannot read inside a macro's token trees) are not errors at
-//! all, before or after. An ERROR over the same code (with a word in it) as
+//! tokens it cannot read inside a macro's token trees, a `pub type` in an
+//! `extern` block, a unit struct with a `where` clause) are not errors at
+//! all, before or after; in a Rust file with errors, the attributes in the
+//! broken part of the tree are blanked and it is parsed again, since the
+//! grammar cannot read some where rustc can (on a struct pattern's field). An ERROR over the same code (with a word in it) as
 //! one the unedited file had is that error, wherever the edit moved it or
 //! whatever it changed around it. benches/syntax_replay.sh replays real
 //! history to keep refusals of real upstream files at zero.
@@ -76,6 +79,10 @@ struct Grammar {
     /// The regions around a change that parse on their own, innermost first
     /// (see [`slice`]).
     slices: fn(&slice::Sides<'_>, &splice::DiffRun) -> Vec<slice::Slice>,
+    /// For a whole file with errors: the text with what the grammar cannot
+    /// read where it stands blanked (same bytes, spaces), to be parsed again
+    /// (`None`: nothing to blank).
+    blank: Option<fn(&Tree, &str) -> Option<String>>,
 }
 
 static PYTHON: LazyLock<Language> = LazyLock::new(|| tree_sitter_python::LANGUAGE.into());
@@ -91,6 +98,7 @@ static REGISTRY: &[Grammar] = &[
         gap: |_, _| false,
         lex: lex::python_from,
         slices: slice::python,
+        blank: None,
     },
     Grammar {
         extensions: &["rs"],
@@ -100,6 +108,7 @@ static REGISTRY: &[Grammar] = &[
         gap: rust_gap,
         lex: lex::rust_from,
         slices: slice::rust,
+        blank: Some(rust_blank),
     },
 ];
 
@@ -187,7 +196,7 @@ fn check_with(path: &str, before: Option<&Document>, after: &Document, fast: boo
     let (known, old_tree) = match before {
         Some(b) => match parser.parse(b.text(), None) {
             Some(mut tree) => {
-                let mut known = errors(&tree, b.text().as_bytes(), grammar.gap);
+                let mut known = file_errors(grammar, &mut parser, &tree, b.text());
                 if let Some(extra) = grammar.extra {
                     known.extend(extra(b));
                 }
@@ -203,7 +212,7 @@ fn check_with(path: &str, before: Option<&Document>, after: &Document, fast: boo
     let Some(new_tree) = parser.parse(after.text(), old_tree.as_ref()) else {
         return Verdict::Checked(Vec::new());
     };
-    let mut fresh = errors(&new_tree, after.text().as_bytes(), grammar.gap);
+    let mut fresh = file_errors(grammar, &mut parser, &new_tree, after.text());
     if let Some(extra) = grammar.extra {
         fresh.extend(extra(after));
     }
@@ -784,6 +793,59 @@ fn walk_errors(
     }
 }
 
+/// A whole file's errors (see [`errors`]); when it has some, they are the
+/// errors left once the grammar's `blank` has blanked what it cannot read
+/// (one more parse, only for a file that has errors: the slow path).
+/// Blanking keeps every byte offset, so the errors' positions stand.
+fn file_errors(grammar: &Grammar, parser: &mut Parser, tree: &Tree, text: &str) -> Vec<Span> {
+    let found = errors(tree, text.as_bytes(), grammar.gap);
+    if found.is_empty() {
+        return found;
+    }
+    let Some(blanked) = grammar.blank.and_then(|blank| blank(tree, text)) else {
+        return found;
+    };
+    match parser.parse(&blanked, None) {
+        Some(t) => errors(&t, blanked.as_bytes(), grammar.gap),
+        None => found,
+    }
+}
+
+/// Rust: the attributes (`#[…]`, parsed as such, so whole) that stand in
+/// the broken part of the tree, blanked. rustc's parser takes an outer
+/// attribute nearly anywhere, the grammar not everywhere (on a field of a
+/// struct pattern: `let S { a, #[cfg(test)] b } = s;`), and an attribute
+/// the grammar parsed as one is not what makes code wrong: with it blanked,
+/// the errors that remain are the code's.
+fn rust_blank(tree: &Tree, text: &str) -> Option<String> {
+    let mut spans: Vec<Range<usize>> = Vec::new();
+    let mut stack = vec![tree.root_node()];
+    while let Some(node) = stack.pop() {
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            if child.kind() == "attribute_item" && !child.has_error() {
+                spans.push(child.byte_range());
+            } else if child.has_error() {
+                stack.push(child);
+            }
+        }
+    }
+    if spans.is_empty() {
+        return None;
+    }
+    let mut bytes = text.as_bytes().to_vec();
+    for r in spans {
+        for b in bytes
+            .get_mut(r)?
+            .iter_mut()
+            .filter(|b| !matches!(b, b'\n' | b'\r'))
+        {
+            *b = b' ';
+        }
+    }
+    String::from_utf8(bytes).ok()
+}
+
 /// Whether an ERROR node holds another ERROR or MISSING node.
 fn error_inside(node: Node<'_>) -> bool {
     let mut cursor = node.walk();
@@ -823,7 +885,8 @@ fn rust_gap(node: Node<'_>, src: &[u8]) -> bool {
             return true;
         }
     }
-    if safe_item(node, text, src) {
+    if safe_item(node, text, src) || foreign_type(node, text, src) || where_unit_struct(node, text)
+    {
         return true;
     }
     !text.is_empty() && in_macro(node) && whole_tokens(text)
@@ -854,6 +917,55 @@ fn safe_item(node: Node<'_>, text: &str, src: &[u8]) -> bool {
         up = n.parent();
     }
     false
+}
+
+/// A foreign type in an `extern` block (`pub type Name<…>;`, as
+/// `#[wasm_bindgen]` blocks declare them), which the grammar reads only
+/// without a visibility: the error is the item up to its `;`, which follows.
+fn foreign_type(node: Node<'_>, text: &str, src: &[u8]) -> bool {
+    let Some(rest) = text.strip_prefix("pub") else {
+        return false;
+    };
+    let rest = rest.trim_start();
+    let rest = match rest.strip_prefix('(') {
+        Some(r) => match r.split_once(')') {
+            Some((_, r)) => r.trim_start(),
+            None => return false,
+        },
+        None => rest,
+    };
+    let Some(name) = rest
+        .strip_prefix("type")
+        .filter(|r| r.starts_with(char::is_whitespace))
+        .map(str::trim_start)
+    else {
+        return false;
+    };
+    let semicolon = src
+        .get(node.end_byte()..)
+        .and_then(|r| r.iter().find(|b| !b.is_ascii_whitespace()))
+        == Some(&b';');
+    let in_extern = node
+        .parent()
+        .filter(|p| p.kind() == "declaration_list")
+        .and_then(|p| p.parent())
+        .is_some_and(|p| p.kind() == "foreign_mod_item");
+    semicolon
+        && in_extern
+        && name.starts_with(|c: char| c.is_alphabetic() || c == '_')
+        && !name.contains(';')
+        && whole_tokens(name)
+}
+
+/// A unit struct with a `where` clause (`struct S where T: Send;`), which
+/// the grammar cannot read: the error is the clause alone, parsed whole.
+fn where_unit_struct(node: Node<'_>, text: &str) -> bool {
+    node.parent().is_some_and(|p| p.kind() == "struct_item")
+        && text.starts_with("where")
+        && node.named_child_count() == 1
+        && node
+            .named_child(0)
+            .is_some_and(|c| c.kind() == "where_clause" && !c.has_error())
 }
 
 /// Whether a node lies inside a macro invocation's or definition's tokens.
@@ -1053,6 +1165,76 @@ mod tests {
             "fn f() -> R {\n    let x = try!(g();\n    Ok(x)\n}\n",
         ] {
             assert!(!new_errors("m.rs", ok, broken).is_empty(), "{broken}");
+        }
+    }
+
+    /// Found by applying real crates' files as created files (the replays
+    /// of ripgrep, insta and click had none): a foreign type in an `extern`
+    /// block, as every `#[wasm_bindgen] extern "C"` block declares them
+    /// (js-sys), is rustc's syntax and the grammar's gap; a broken item next
+    /// to it is still the edit's.
+    #[test]
+    fn a_foreign_type_is_a_grammar_gap() {
+        let ok = "#[wasm_bindgen]\nextern \"C\" {\n    fn f();\n}\n";
+        for gap in [
+            "    pub type Array<T = JsValue>;\n",
+            "    #[wasm_bindgen(extends = Object)]\n    pub type ArrayTuple<T: JsTuple = (JsValue,)>;\n",
+            "    pub(crate) type Opaque;\n",
+        ] {
+            let new = ok.replace("    fn f();\n", &format!("    fn f();\n{gap}"));
+            assert_eq!(new_errors("lib.rs", ok, &new), Vec::new(), "{new}");
+            assert_eq!(new_errors("lib.rs", "", &new), Vec::new(), "{new}");
+        }
+        for broken in [
+            "    pub type Array<T = JsValue>;\n    pub fn g(;\n",
+            "    pub type = Array;\n",
+        ] {
+            let new = ok.replace("    fn f();\n", &format!("    fn f();\n{broken}"));
+            assert!(!new_errors("lib.rs", ok, &new).is_empty(), "{new}");
+        }
+        // Outside an `extern` block a bodiless `pub type` is no gap.
+        assert!(!new_errors("lib.rs", "", "fn f() {\n    pub type X;\n}\n").is_empty());
+    }
+
+    /// Found in syn (src/error.rs): a unit struct with a `where` clause,
+    /// `struct S where T: Send;`, which the grammar cannot read.
+    #[test]
+    fn a_unit_struct_with_a_where_clause_is_a_grammar_gap() {
+        let ok = "struct A;\n";
+        let new = "struct A;\n\n#[cfg(test)]\nstruct _Test\nwhere\n    Error: Send + Sync;\n";
+        assert_eq!(new_errors("lib.rs", ok, new), Vec::new());
+        assert_eq!(new_errors("lib.rs", "", new), Vec::new());
+        for broken in [
+            "struct A;\nstruct B\nwhere\n    Error: Send +;\n",
+            "struct A;\nstruct B\nwhere\n    Error: Send\n",
+        ] {
+            assert!(!new_errors("lib.rs", ok, broken).is_empty(), "{broken}");
+        }
+    }
+
+    /// Found in portable-atomic, quinn-proto and proc-macro2: an attribute
+    /// on a field of a struct pattern (`let S { a, #[cfg(test)] b } = s;`),
+    /// which the grammar cannot read; its errors go when the attributes in
+    /// the broken part of the tree are blanked. A real error in the same
+    /// pattern is still the edit's.
+    #[test]
+    fn an_attribute_on_a_pattern_field_is_a_grammar_gap() {
+        let ok =
+            "fn f(s: S) -> u64 {\n    let S {\n        a,\n        c,\n    } = s;\n    a + c\n}\n";
+        let cfg = ok.replace(
+            "        a,\n",
+            "        a,\n        #[cfg(test)]\n        b,\n",
+        );
+        assert_eq!(new_errors("lib.rs", ok, &cfg), Vec::new(), "{cfg}");
+        assert_eq!(new_errors("lib.rs", "", &cfg), Vec::new(), "{cfg}");
+        let arm = "fn p(t: T) {\n    match t {\n        T::L(L {\n            #[cfg(w)]\n                inner: F(l),\n            ..\n        }) if l.neg() => {\n            push(l);\n        }\n        _ => {}\n    }\n}\n";
+        assert_eq!(new_errors("lib.rs", "", arm), Vec::new(), "{arm}");
+        for broken in [
+            cfg.replace("        b,\n", "        b,,\n"),
+            cfg.replace("    } = s;\n", "    } = s\n"),
+            cfg.replace("#[cfg(test)]", "#[cfg(test]"),
+        ] {
+            assert!(!new_errors("lib.rs", ok, &broken).is_empty(), "{broken}");
         }
     }
 
