@@ -25,7 +25,8 @@
 //! The guard must not refuse what the compiler accepts. ERROR nodes the
 //! grammar reports on valid code (per language: Rust 2015 `try!(…)`, whole
 //! tokens it cannot read inside a macro's token trees, a `pub type` in an
-//! `extern` block, a unit struct with a `where` clause) are not errors at
+//! `extern` block, a unit struct with a `where` clause, `str![…]`, `x @ (…)`,
+//! `(): Trait` in a `where` clause) are not errors at
 //! all, before or after; in a Rust file with errors, the attributes in the
 //! broken part of the tree are blanked and it is parsed again, since the
 //! grammar cannot read some where rustc can (on a struct pattern's field). An ERROR over the same code (with a word in it) as
@@ -760,7 +761,7 @@ fn walk_errors(
 ) {
     let (p, end) = (node.start_position(), node.end_position());
     let rows = (p.row, end.row.max(p.row));
-    if node.is_error() && !error_inside(node) && gap(node, src) {
+    if (node.is_missing() || (node.is_error() && !error_inside(node))) && gap(node, src) {
         return;
     }
     if node.is_missing() || (node.is_error() && !error_inside(node)) {
@@ -862,6 +863,9 @@ fn error_inside(node: Node<'_>) -> bool {
 ///   strings closed, no comment opened, no character the lexer refuses.
 ///   An unclosed string or a stray bracket inside `println!(…)` still counts.
 fn rust_gap(node: Node<'_>, src: &[u8]) -> bool {
+    if node.is_missing() {
+        return missing_in_unit_type(node, src);
+    }
     let Ok(text) = node.utf8_text(src) else {
         return false;
     };
@@ -874,16 +878,23 @@ fn rust_gap(node: Node<'_>, src: &[u8]) -> bool {
         return whole_tokens(rest);
     }
     if text == "!" {
-        // The few bytes before it: `try`, spaces, and the character before.
+        // The few bytes before it: `try` (or a macro named like a primitive
+        // type, snapbox's `str![…]`, which the grammar reads as the type),
+        // spaces, and the character before.
         let at = node.start_byte();
         let before = String::from_utf8_lossy(&src[at.saturating_sub(32)..at]);
         let before = before.trim_end();
-        if before
-            .strip_suffix("try")
-            .is_some_and(|b| !b.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '#'))
+        let word = before
+            .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .map_or(before, |k| &before[k + 1..]);
+        if PRIMITIVE_MACROS.contains(&word)
+            && !before[..before.len() - word.len()].ends_with(['#', '\'', '.'])
         {
             return true;
         }
+    }
+    if binding_at(text, src, node.end_byte()) {
+        return true;
     }
     if safe_item(node, text, src) || foreign_type(node, text, src) || where_unit_struct(node, text)
     {
@@ -917,6 +928,42 @@ fn safe_item(node: Node<'_>, text: &str, src: &[u8]) -> bool {
         up = n.parent();
     }
     false
+}
+
+/// Words before a `!` that make a macro call rustc accepts and the grammar
+/// does not: Rust 2015's `try!`, and macros named like a primitive type.
+const PRIMITIVE_MACROS: &[&str] = &[
+    "try", "str", "bool", "char", "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32",
+    "u64", "u128", "usize", "f32", "f64",
+];
+
+/// A binding to a parenthesized pattern (`raw @ (A | B) => …`), which the
+/// grammar cannot read: the error is the binding, `name @` (after `ref`,
+/// `mut`), and a `(` follows.
+fn binding_at(text: &str, src: &[u8], end: usize) -> bool {
+    let Some(name) = text.strip_suffix('@').map(str::trim_end) else {
+        return false;
+    };
+    let name = name.strip_prefix("ref ").unwrap_or(name).trim_start();
+    let name = name.strip_prefix("mut ").unwrap_or(name).trim_start();
+    let paren = src
+        .get(end..)
+        .and_then(|r| r.iter().find(|b| !b.is_ascii_whitespace()))
+        == Some(&b'(');
+    paren
+        && name.starts_with(|c: char| c.is_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+}
+
+/// The unit type `()` where the grammar wants a named type (the bounded
+/// type of a `where` predicate, `(): Trait`): it reads a tuple type that
+/// misses its element.
+fn missing_in_unit_type(node: Node<'_>, src: &[u8]) -> bool {
+    node.parent().is_some_and(|p| {
+        p.kind() == "tuple_type"
+            && p.utf8_text(src)
+                .is_ok_and(|t| t.chars().filter(|c| !c.is_whitespace()).eq("()".chars()))
+    })
 }
 
 /// A foreign type in an `extern` block (`pub type Name<…>;`, as
@@ -1227,12 +1274,83 @@ mod tests {
         );
         assert_eq!(new_errors("lib.rs", ok, &cfg), Vec::new(), "{cfg}");
         assert_eq!(new_errors("lib.rs", "", &cfg), Vec::new(), "{cfg}");
+        // The same on an element of a tuple expression (zerovec).
+        let tuple = "fn f(s: S) -> (u8, u8) {\n    (\n        s.a,\n        s.b,\n    )\n}\n";
+        let tagged = tuple.replace(
+            "        s.b,\n",
+            "        #[expect(clippy::unwrap_used)]\n        s.b,\n",
+        );
+        assert_eq!(new_errors("lib.rs", tuple, &tagged), Vec::new(), "{tagged}");
         let arm = "fn p(t: T) {\n    match t {\n        T::L(L {\n            #[cfg(w)]\n                inner: F(l),\n            ..\n        }) if l.neg() => {\n            push(l);\n        }\n        _ => {}\n    }\n}\n";
         assert_eq!(new_errors("lib.rs", "", arm), Vec::new(), "{arm}");
         for broken in [
             cfg.replace("        b,\n", "        b,,\n"),
             cfg.replace("    } = s;\n", "    } = s\n"),
             cfg.replace("#[cfg(test)]", "#[cfg(test]"),
+        ] {
+            assert!(!new_errors("lib.rs", ok, &broken).is_empty(), "{broken}");
+        }
+    }
+
+    /// Found in winnow's tests: snapbox's `str![…]` macro, which the
+    /// grammar reads as the type `str` followed by a stray `!`.
+    #[test]
+    fn a_macro_named_like_a_primitive_type_is_a_grammar_gap() {
+        let ok = "#[test]\nfn t() {\n    let input = 1;\n    check(input);\n}\n";
+        for gap in [
+            "    let expected = str![\"0000\"];\n",
+            "    let expected = str![[r#\"\"abc\"\"#]];\n",
+        ] {
+            let new = ok.replace("    check(input);\n", &format!("{gap}    check(input);\n"));
+            assert_eq!(new_errors("t.rs", ok, &new), Vec::new(), "{new}");
+        }
+        for broken in [
+            "    let expected = str![\"0000\";\n",
+            "    let expected = strr![\"0000\"]\n",
+        ] {
+            let new = ok.replace(
+                "    check(input);\n",
+                &format!("{broken}    check(input);\n"),
+            );
+            assert!(!new_errors("t.rs", ok, &new).is_empty(), "{new}");
+        }
+    }
+
+    /// Found in zerocopy-derive: a binding to a parenthesized pattern
+    /// (`raw @ (U8 | U16) => …`), which the grammar cannot read.
+    #[test]
+    fn a_binding_to_a_parenthesized_pattern_is_a_grammar_gap() {
+        let ok = "fn c(raw: R) -> u8 {\n    match raw {\n        R::C => 0,\n        _ => 2,\n    }\n}\n";
+        let new = ok.replace(
+            "        _ => 2,\n",
+            "        raw @ (U8 | U16) => raw.n(),\n        _ => 2,\n",
+        );
+        assert_eq!(new_errors("lib.rs", ok, &new), Vec::new(), "{new}");
+        for broken in [
+            ok.replace(
+                "        _ => 2,\n",
+                "        raw @ (U8 | U16 => raw.n(),\n        _ => 2,\n",
+            ),
+            ok.replace(
+                "        _ => 2,\n",
+                "        raw @ => raw.n(),\n        _ => 2,\n",
+            ),
+        ] {
+            assert!(!new_errors("lib.rs", ok, &broken).is_empty(), "{broken}");
+        }
+    }
+
+    /// Found in typenum and zerocopy: the unit type as the bounded type of a
+    /// `where` predicate (`(): Trait<…>,`), which the grammar reads as a
+    /// tuple type missing its element.
+    #[test]
+    fn a_unit_type_in_a_where_clause_is_a_grammar_gap() {
+        let ok = "impl<U> Div<U> for UInt\nwhere\n    U: Len,\n{\n}\n";
+        let new = ok.replace("    U: Len,\n", "    U: Len,\n    (): PrivateDiv<U>,\n");
+        assert_eq!(new_errors("lib.rs", ok, &new), Vec::new(), "{new}");
+        for broken in [
+            ok.replace("    U: Len,\n", "    U: Len,\n    (: PrivateDiv<U>,\n"),
+            ok.replace("    U: Len,\n", "    U: Len,\n    (,): PrivateDiv<U>,\n"),
         ] {
             assert!(!new_errors("lib.rs", ok, &broken).is_empty(), "{broken}");
         }
