@@ -11,11 +11,11 @@
 #
 #   applied   exit 0 and every file equals C's version (deleted ones absent)
 #   syntax    refused by the syntax guard although `--syntax off` gives C's
-#             files and the language's own parser accepts every file the
+#             files and the language's own parser accepts a file the
 #             guard refused: the guard refused valid upstream code (the bar
 #             is 0)
 #   broken    refused by the guard, `--syntax off` gives C's files, and the
-#             language's own parser rejects a file the guard refused too
+#             language's own parser rejects every file the guard refused too
 #             (code broken upstream, e.g. a test fixture that is meant to
 #             be invalid): a right refusal
 #   syntax*   refused by the guard, and without it the result is not C's
@@ -204,9 +204,12 @@ for repo in "${repos[@]}"; do
                 rm -rf "$d/off" && cp -a "$d/pre" "$d/off"
                 if "$bin" apply --json --syntax off -C "$d/off" "$d/diff" >/dev/null 2>&1 &&
                     matches "$repo" "$to" "$d/off"; then
-                    kind=syntax
+                    # `broken` only when every file the guard refused is
+                    # invalid: one broken fixture must not hide a valid file
+                    # refused beside it.
+                    kind=broken
                     while read -r f; do
-                        if ! upstream_valid "$repo" "$to" "$f"; then kind=broken; fi
+                        if upstream_valid "$repo" "$to" "$f"; then kind=syntax; fi
                     done < <(guard_refused "$d/report.json")
                 else
                     kind='syntax*'
