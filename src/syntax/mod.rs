@@ -628,6 +628,8 @@ fn python_indentation(doc: &Document) -> Vec<Span> {
         let bytes = line.as_bytes();
         let mut k = 0;
         let mut last_code: Option<u8> = None;
+        // A `\` that ends a comment continues nothing.
+        let mut comment = false;
         while k < bytes.len() {
             if let Some(q) = in_string {
                 match line[k..].find(q) {
@@ -641,7 +643,10 @@ fn python_indentation(doc: &Document) -> Vec<Span> {
                 }
             }
             match bytes[k] {
-                b'#' => break,
+                b'#' => {
+                    comment = true;
+                    break;
+                }
                 b'\'' | b'"' => {
                     let q = bytes[k];
                     let triple = bytes.len() >= k + 3 && bytes[k + 1] == q && bytes[k + 2] == q;
@@ -669,7 +674,7 @@ fn python_indentation(doc: &Document) -> Vec<Span> {
             last_code = Some(bytes[k]);
             k += 1;
         }
-        continued = in_string.is_none() && line.trim_end().ends_with('\\');
+        continued = in_string.is_none() && !comment && line.trim_end().ends_with('\\');
         if depth == 0 && in_string.is_none() && !continued && last_code == Some(b':') {
             expect_indent = Some(i);
         }
@@ -1290,6 +1295,23 @@ mod tests {
         ] {
             assert!(!new_errors("lib.rs", ok, &broken).is_empty(), "{broken}");
         }
+    }
+
+    /// Found in pip (`_internal/req/req_file.py`): a comment that ends in
+    /// a backslash (`# last line contains \`) continues nothing, so the
+    /// indented line after it is no continuation line; a real `\` at the
+    /// end of code still continues.
+    #[test]
+    fn a_comment_ending_in_a_backslash_continues_nothing() {
+        let ok = "def f(lines):\n    for line in lines:\n        yield line\n";
+        let new = "def f(lines):\n    for line in lines:\n        yield line\n\n    # last line contains \\\n    if lines:\n        yield lines[-1]\n";
+        assert_eq!(new_errors("a.py", ok, new), Vec::new(), "{new}");
+        assert_eq!(new_errors("a.py", "", new), Vec::new(), "{new}");
+        let broken = new.replace("    if lines:\n        yield", "    if lines:\n    yield");
+        assert!(!new_errors("a.py", ok, &broken).is_empty(), "{broken}");
+        // Code ending in `\` continues onto the next line, at any indentation.
+        let continued = "x = 1 + \\\n        2\n";
+        assert_eq!(new_errors("a.py", "", continued), Vec::new(), "{continued}");
     }
 
     /// Found in winnow's tests: snapbox's `str![…]` macro, which the
