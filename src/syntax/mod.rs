@@ -817,19 +817,24 @@ fn file_errors(grammar: &Grammar, parser: &mut Parser, tree: &Tree, text: &str) 
     }
 }
 
-/// Rust: the attributes (`#[…]`, parsed as such, so whole) that stand in
-/// the broken part of the tree, blanked. rustc's parser takes an outer
-/// attribute nearly anywhere, the grammar not everywhere (on a field of a
-/// struct pattern: `let S { a, #[cfg(test)] b } = s;`), and an attribute
-/// the grammar parsed as one is not what makes code wrong: with it blanked,
-/// the errors that remain are the code's.
+/// Rust: the attributes in the broken part of the tree (`#[…]` parsed as
+/// an attribute, so whole, or an ERROR that is exactly one), blanked.
+/// rustc's parser takes an outer attribute nearly anywhere, the grammar not
+/// everywhere (on a field of a struct pattern: `let S { a, #[cfg(test)] b }
+/// = s;`, on a tuple element after the first), and a whole attribute is not
+/// what makes code wrong: with it blanked, the errors that remain are the
+/// code's.
 fn rust_blank(tree: &Tree, text: &str) -> Option<String> {
     let mut spans: Vec<Range<usize>> = Vec::new();
     let mut stack = vec![tree.root_node()];
     while let Some(node) = stack.pop() {
         let mut cursor = node.walk();
         for child in node.children(&mut cursor) {
-            if child.kind() == "attribute_item" && !child.has_error() {
+            let stray = child.is_error()
+                && child
+                    .utf8_text(text.as_bytes())
+                    .is_ok_and(|t| one_attribute(t.trim()));
+            if (child.kind() == "attribute_item" && !child.has_error()) || stray {
                 spans.push(child.byte_range());
             } else if child.has_error() {
                 stack.push(child);
@@ -850,6 +855,44 @@ fn rust_blank(tree: &Tree, text: &str) -> Option<String> {
         }
     }
     String::from_utf8(bytes).ok()
+}
+
+/// Whether `text` is one outer attribute, `#[…]`, whole (an ERROR the
+/// grammar made of one it could not place: after a tuple's first element).
+fn one_attribute(text: &str) -> bool {
+    let Some(body) = text.strip_prefix('#').map(str::trim_start) else {
+        return false;
+    };
+    if !body.starts_with('[') || !whole_tokens(body) {
+        return false;
+    }
+    // The `[` that opens it closes at the very end.
+    let mut depth = 0usize;
+    let mut chars = body.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => {
+                while let Some((_, c)) = chars.next() {
+                    match c {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+            }
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return i + 1 == body.len();
+                }
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Whether an ERROR node holds another ERROR or MISSING node.
@@ -1295,6 +1338,22 @@ mod tests {
         ] {
             assert!(!new_errors("lib.rs", ok, &broken).is_empty(), "{broken}");
         }
+    }
+
+    /// Found in zerovec, portable-atomic and quinn-proto: an attribute the
+    /// grammar does not read as one at all (on a tuple element after the
+    /// first: `#` and an array) is an ERROR that is exactly `#[…]`, blanked
+    /// like the others; a real error beside it is still the edit's.
+    #[test]
+    fn attributes_behind_attributes_are_blanked_too() {
+        let pair = "fn f(k: K, idx: usize) -> (u8, u8) {\n    (\n        #[expect(clippy::unwrap_used)] // idx in range\n        k.keys.get(idx).unwrap(),\n        #[expect(clippy::unwrap_used)] // idx in 0..len = values.len()\n        k.values.get(idx).unwrap(),\n    )\n}\n";
+        assert_eq!(new_errors("lib.rs", "", pair), Vec::new(), "{pair}");
+        let split = "fn f(s: &S) -> Option<(u8, &S)> {\n    if let Some(first) = s.first() {\n        return Some((\n            first,\n            // `unwrap()` must succeed.\n            #[expect(clippy::unwrap_used)]\n            s.sub(1..s.len()).unwrap(),\n        ));\n    }\n    None\n}\n";
+        assert_eq!(new_errors("lib.rs", "", split), Vec::new(), "{split}");
+        let detect = "#[cold]\n#[must_use]\nfn _detect(mut info: CpuInfo) -> CpuInfo {\n    let AA64Reg {\n        aa64isar0,\n        aa64isar1,\n        #[cfg(test)]\n        aa64isar3,\n        aa64mmfr2,\n    } = imp::aa64reg();\n\n    // Atomic, bits [23:20]\n    if extract(aa64isar0, 23, 20) >= 0b0010 {\n        info.set(CpuInfo::HAS_LSE);\n    }\n    info\n}\n";
+        assert_eq!(new_errors("lib.rs", "", detect), Vec::new(), "{detect}");
+        let broken = pair.replace("k.values.get(idx).unwrap(),", "k.values.get(idx).unwrap(,");
+        assert!(!new_errors("lib.rs", "", &broken).is_empty(), "{broken}");
     }
 
     /// Found in pip (`_internal/req/req_file.py`): a comment that ends in
