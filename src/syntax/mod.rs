@@ -1016,18 +1016,28 @@ fn missing_in_unit_type(node: Node<'_>, src: &[u8]) -> bool {
 
 /// A foreign type in an `extern` block (`pub type Name<…>;`, as
 /// `#[wasm_bindgen]` blocks declare them), which the grammar reads only
-/// without a visibility: the error is the item up to its `;`, which follows.
+/// without a visibility: the error is the item, a name and its generics.
 fn foreign_type(node: Node<'_>, text: &str, src: &[u8]) -> bool {
-    let Some(rest) = text.strip_prefix("pub") else {
-        return false;
-    };
-    let rest = rest.trim_start();
-    let rest = match rest.strip_prefix('(') {
-        Some(r) => match r.split_once(')') {
-            Some((_, r)) => r.trim_start(),
-            None => return false,
-        },
-        None => rest,
+    // The visibility is the ERROR's start, or (before an item without one)
+    // the node just before it, which the grammar gave that item.
+    let rest = match text.strip_prefix("pub") {
+        Some(rest) => {
+            let rest = rest.trim_start();
+            match rest.strip_prefix('(') {
+                Some(r) => match r.split_once(')') {
+                    Some((_, r)) => r.trim_start(),
+                    None => return false,
+                },
+                None => rest,
+            }
+        }
+        None if node
+            .prev_sibling()
+            .is_some_and(|p| p.kind() == "visibility_modifier") =>
+        {
+            text
+        }
+        None => return false,
     };
     let Some(name) = rest
         .strip_prefix("type")
@@ -1036,17 +1046,41 @@ fn foreign_type(node: Node<'_>, text: &str, src: &[u8]) -> bool {
     else {
         return false;
     };
-    let semicolon = src
-        .get(node.end_byte()..)
-        .and_then(|r| r.iter().find(|b| !b.is_ascii_whitespace()))
-        == Some(&b';');
-    let in_extern = node
-        .parent()
-        .filter(|p| p.kind() == "declaration_list")
+    // The `;` is the ERROR's end when another item follows, else after it.
+    let (name, ended) = match name.strip_suffix(';') {
+        Some(n) => (n.trim_end(), true),
+        None => (name, false),
+    };
+    let semicolon = ended
+        || src
+            .get(node.end_byte()..)
+            .and_then(|r| r.iter().find(|b| !b.is_ascii_whitespace()))
+            == Some(&b';');
+    // The name, then nothing or its generics `<…>` to the end.
+    let generics = name.trim_start_matches(|c: char| c.is_alphanumeric() || c == '_');
+    let mut depth = 0i32;
+    let generics_only = generics.is_empty()
+        || (generics.starts_with('<')
+            && generics.ends_with('>')
+            && generics.char_indices().all(|(i, c)| {
+                depth += match c {
+                    '<' => 1,
+                    '>' => -1,
+                    _ => 0,
+                };
+                depth > 0 || i + 1 == generics.len()
+            }));
+    // Up to the item list, which must be an `extern` block's.
+    let mut up = node.parent();
+    while let Some(n) = up.filter(|n| n.kind() != "declaration_list") {
+        up = n.parent();
+    }
+    let in_extern = up
         .and_then(|p| p.parent())
         .is_some_and(|p| p.kind() == "foreign_mod_item");
     semicolon
         && in_extern
+        && generics_only
         && name.starts_with(|c: char| c.is_alphabetic() || c == '_')
         && !name.contains(';')
         && whole_tokens(name)
@@ -1275,6 +1309,9 @@ mod tests {
             "    pub type Array<T = JsValue>;\n",
             "    #[wasm_bindgen(extends = Object)]\n    pub type ArrayTuple<T: JsTuple = (JsValue,)>;\n",
             "    pub(crate) type Opaque;\n",
+            "    pub type Instant;\n\n    /// Doc.\n    #[wasm_bindgen(constructor, catch)]\n    pub fn new(n: &BigInt) -> Result<Instant, RangeError>;\n",
+            "    /// Doc.\n    #[wasm_bindgen(js_namespace = Temporal, extends = Object)]\n    #[derive(Clone, Debug)]\n    pub type Instant;\n\n    /// Doc.\n    #[wasm_bindgen(constructor, js_namespace = Temporal, catch)]\n    pub fn new(n: &BigInt) -> Result<Instant, RangeError>;\n",
+            "    pub type Instant;\n    fn now();\n",
         ] {
             let new = ok.replace("    fn f();\n", &format!("    fn f();\n{gap}"));
             assert_eq!(new_errors("lib.rs", ok, &new), Vec::new(), "{new}");
@@ -1283,6 +1320,7 @@ mod tests {
         for broken in [
             "    pub type Array<T = JsValue>;\n    pub fn g(;\n",
             "    pub type = Array;\n",
+            "    pub type Instant\n    pub fn new(n: &BigInt) -> Result<Instant, RangeError>;\n",
         ] {
             let new = ok.replace("    fn f();\n", &format!("    fn f();\n{broken}"));
             assert!(!new_errors("lib.rs", ok, &new).is_empty(), "{new}");
