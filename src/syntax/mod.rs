@@ -1056,18 +1056,22 @@ fn foreign_type(node: Node<'_>, text: &str, src: &[u8]) -> bool {
             .get(node.end_byte()..)
             .and_then(|r| r.iter().find(|b| !b.is_ascii_whitespace()))
             == Some(&b';');
-    // The name, then nothing or its generics `<…>` to the end.
+    // The name, then nothing or its generics `<…>` to the end (the `>` of
+    // a `->` in them closes nothing).
     let generics = name.trim_start_matches(|c: char| c.is_alphanumeric() || c == '_');
     let mut depth = 0i32;
+    let mut prev = ' ';
     let generics_only = generics.is_empty()
         || (generics.starts_with('<')
             && generics.ends_with('>')
             && generics.char_indices().all(|(i, c)| {
-                depth += match c {
-                    '<' => 1,
-                    '>' => -1,
+                depth += match (prev, c) {
+                    (_, '<') => 1,
+                    ('-', '>') => 0,
+                    (_, '>') => -1,
                     _ => 0,
                 };
+                prev = c;
                 depth > 0 || i + 1 == generics.len()
             }));
     // Up to the item list, which must be an `extern` block's.
@@ -1312,6 +1316,7 @@ mod tests {
             "    pub type Instant;\n\n    /// Doc.\n    #[wasm_bindgen(constructor, catch)]\n    pub fn new(n: &BigInt) -> Result<Instant, RangeError>;\n",
             "    /// Doc.\n    #[wasm_bindgen(js_namespace = Temporal, extends = Object)]\n    #[derive(Clone, Debug)]\n    pub type Instant;\n\n    /// Doc.\n    #[wasm_bindgen(constructor, js_namespace = Temporal, catch)]\n    pub fn new(n: &BigInt) -> Result<Instant, RangeError>;\n",
             "    pub type Instant;\n    fn now();\n",
+            "    pub type Function<\n        T: JsFunction = fn(\n            JsValue,\n        ) -> JsValue,\n    >;\n",
         ] {
             let new = ok.replace("    fn f();\n", &format!("    fn f();\n{gap}"));
             assert_eq!(new_errors("lib.rs", ok, &new), Vec::new(), "{new}");
