@@ -11,11 +11,11 @@
 #
 #   applied   exit 0 and every file equals C's version (deleted ones absent)
 #   syntax    refused by the syntax guard although `--syntax off` gives C's
-#             files and the language's own parser accepts every file the
+#             files and the language's own parser accepts a file the
 #             guard refused: the guard refused valid upstream code (the bar
 #             is 0)
 #   broken    refused by the guard, `--syntax off` gives C's files, and the
-#             language's own parser rejects a file the guard refused too
+#             language's own parser rejects every file the guard refused too
 #             (code broken upstream, e.g. a test fixture that is meant to
 #             be invalid): a right refusal
 #   syntax*   refused by the guard, and without it the result is not C's
@@ -26,16 +26,28 @@
 #   skipped   root commits, and commits whose .rs/.py changes include a
 #             binary file, a symlink, a submodule or a type change
 #
+# Both sides of every diff are real upstream code, and the guard sees only
+# the two versions of each file, so more pairs can be had from the same
+# history: `--span K` diffs C~K against C (K commits of changes at once: many
+# changed runs, items moved far apart; commits with fewer than K ancestors
+# are skipped), `--reverse` diffs C against C~K, taking C's files back (a
+# revert: the same pairs the other way round). The verdicts above then speak
+# of the diff's target instead of C.
+#
 # Commits refused by the guard and wrong ones are saved (pre-image, diff,
 # report, real post-image) under --cases DIR (default
 # ${TMPDIR:-/tmp}/syntax-replay-cases) for a closer look.
 #
-# The language's own parser: Python's `ast.parse` (python3) for .py/.pyi,
-# `rustfmt --emit stdout` on standard input for .rs (rustc's parser; valid if
-# any of editions 2015, 2018, 2021, 2024 accepts it). Where the tool is not
-# installed the file counts as valid (a refusal then shows as `syntax`).
+# The language's own parser: Python's `ast.parse` for .py/.pyi (valid if
+# `python3` or any interpreter given with `--python CMD` accepts it: pass a
+# newer one for PEP 701 f-strings or PEP 695 `type`, python2.7 for a
+# history with Python 2 files), `rustfmt --emit stdout` on standard input for
+# .rs (rustc's parser; valid if any of editions 2015, 2018, 2021, 2024
+# accepts it). Where the tool is not installed the file counts as valid (a
+# refusal then shows as `syntax`).
 #
-# Usage: benches/syntax_replay.sh [-n N] [--bin LANCET] [--cases DIR] [REPO]...
+# Usage: benches/syntax_replay.sh [-n N] [--span K] [--reverse] [--bin LANCET]
+#        [--cases DIR] [--python CMD]... [REPO]...
 # REPO is any git directory (a work tree or a bare repository). Needs bash and
 # git; no network. Exit status 0 when no commit is in `syntax` or `wrong`,
 # 1 otherwise.
@@ -43,12 +55,18 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 limit=300
+span=1
+reverse=0
 bin=
 cases=${TMPDIR:-/tmp}/syntax-replay-cases
 repos=()
+pythons=(python3)
 while (($#)); do
     case $1 in
     -n) limit=$2; shift 2 ;;
+    --span) span=$2; shift 2 ;;
+    --reverse) reverse=1; shift ;;
+    --python) pythons+=("$2"); shift 2 ;;
     --bin) bin=$2; shift 2 ;;
     --cases) cases=$2; shift 2 ;;
     -h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -121,8 +139,11 @@ upstream_valid() {
     case $3 in
     *.py | *.pyi)
         command -v python3 >/dev/null || return 0
-        git -C "$1" show "$2:$3" |
-            python3 -c 'import ast, sys; ast.parse(sys.stdin.buffer.read())' 2>/dev/null
+        for e in "${pythons[@]}"; do
+            git -C "$1" show "$2:$3" |
+                "$e" -c 'import ast, sys; ast.parse(getattr(sys.stdin, "buffer", sys.stdin).read())' 2>/dev/null && return 0
+        done
+        return 1
         ;;
     *.rs)
         command -v rustfmt >/dev/null || return 0
@@ -146,11 +167,12 @@ for repo in "${repos[@]}"; do
     n=0
     while read -r c; do
         n=$((n + 1))
-        if ! git -C "$repo" rev-parse -q --verify "$c~1" >/dev/null; then
+        if ! git -C "$repo" rev-parse -q --verify "$c~$span" >/dev/null; then
             count[skipped]=$((${count[skipped]:-0} + 1))
             continue
         fi
-        raw=$(git -C "$repo" -c core.quotePath=false diff --no-renames --raw --numstat "$c~1" "$c" -- '*.rs' '*.py')
+        if ((reverse)); then from=$c to=$c~$span; else from=$c~$span to=$c; fi
+        raw=$(git -C "$repo" -c core.quotePath=false diff --no-renames --raw --numstat "$from" "$to" -- '*.rs' '*.py')
         # Modes other than regular files, type changes and binaries: skipped.
         if [[ -z $raw ]] ||
             grep -E '^:' <<<"$raw" | grep -qvE '^:(100644|100755|000000) (100644|100755|000000) [0-9a-f]+ [0-9a-f]+ [AMD]'$'\t' ||
@@ -169,22 +191,25 @@ for repo in "${repos[@]}"; do
         d=$work/case
         rm -rf "$d"
         mkdir -p "$d/ws"
-        git -C "$repo" diff --no-renames --no-color --no-ext-diff -U3 "$c~1" "$c" -- '*.rs' '*.py' >"$d/diff"
-        materialize "$repo" "$c~1" "$d/ws" "${old[@]}"
+        git -C "$repo" diff --no-renames --no-color --no-ext-diff -U3 "$from" "$to" -- '*.rs' '*.py' >"$d/diff"
+        materialize "$repo" "$from" "$d/ws" "${old[@]}"
         cp -a "$d/ws" "$d/pre"
         rc=0
         "$bin" apply --json --syntax reject -C "$d/ws" "$d/diff" >"$d/report.json" 2>"$d/stderr" || rc=$?
         if ((rc == 0)); then
-            if matches "$repo" "$c" "$d/ws"; then kind=applied; else kind=wrong; fi
+            if matches "$repo" "$to" "$d/ws"; then kind=applied; else kind=wrong; fi
         else
             kind=$(failure_kind "$d/report.json" "$rc")
             if [[ $kind == syntax_error ]]; then
                 rm -rf "$d/off" && cp -a "$d/pre" "$d/off"
                 if "$bin" apply --json --syntax off -C "$d/off" "$d/diff" >/dev/null 2>&1 &&
-                    matches "$repo" "$c" "$d/off"; then
-                    kind=syntax
+                    matches "$repo" "$to" "$d/off"; then
+                    # `broken` only when every file the guard refused is
+                    # invalid: one broken fixture must not hide a valid file
+                    # refused beside it.
+                    kind=broken
                     while read -r f; do
-                        if ! upstream_valid "$repo" "$c" "$f"; then kind=broken; fi
+                        if upstream_valid "$repo" "$to" "$f"; then kind=syntax; fi
                     done < <(guard_refused "$d/report.json")
                 else
                     kind='syntax*'
@@ -196,10 +221,10 @@ for repo in "${repos[@]}"; do
         count[$kind]=$((${count[$kind]:-0} + 1))
         if [[ $kind == syntax || $kind == wrong ]]; then bad=$((bad + 1)); fi
         if [[ $kind == syntax* || $kind == broken || $kind == wrong ]]; then
-            keep=$cases/$name-${c:0:10}
+            keep=$cases/$name-${c:0:10}$( ((span == 1)) || echo "-span$span")$( ((reverse == 0)) || echo -reverse)
             rm -rf "$keep" && mkdir -p "$keep"
             cp -a "$d/pre" "$keep/pre" && cp "$d/diff" "$d/report.json" "$keep/"
-            materialize "$repo" "$c" "$keep/post" "${written[@]}"
+            materialize "$repo" "$to" "$keep/post" "${written[@]}"
             echo "$name ${c:0:10}: $kind -> $keep" >&2
         fi
     done < <(git -C "$repo" log --no-merges --format=%H -n "$limit" HEAD -- '*.rs' '*.py')

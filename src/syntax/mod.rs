@@ -24,8 +24,12 @@
 //!
 //! The guard must not refuse what the compiler accepts. ERROR nodes the
 //! grammar reports on valid code (per language: Rust 2015 `try!(…)`, whole
-//! tokens it cannot read inside a macro's token trees) are not errors at
-//! all, before or after. An ERROR over the same code (with a word in it) as
+//! tokens it cannot read inside a macro's token trees, a `pub type` in an
+//! `extern` block, a unit struct with a `where` clause, `str![…]`, `x @ (…)`,
+//! `(): Trait` in a `where` clause) are not errors at
+//! all, before or after; in a Rust file with errors, the attributes in the
+//! broken part of the tree are blanked and it is parsed again, since the
+//! grammar cannot read some where rustc can (on a struct pattern's field). An ERROR over the same code (with a word in it) as
 //! one the unedited file had is that error, wherever the edit moved it or
 //! whatever it changed around it. benches/syntax_replay.sh replays real
 //! history to keep refusals of real upstream files at zero.
@@ -76,6 +80,10 @@ struct Grammar {
     /// The regions around a change that parse on their own, innermost first
     /// (see [`slice`]).
     slices: fn(&slice::Sides<'_>, &splice::DiffRun) -> Vec<slice::Slice>,
+    /// For a whole file with errors: the text with what the grammar cannot
+    /// read where it stands blanked (same bytes, spaces), to be parsed again
+    /// (`None`: nothing to blank).
+    blank: Option<fn(&Tree, &str) -> Option<String>>,
 }
 
 static PYTHON: LazyLock<Language> = LazyLock::new(|| tree_sitter_python::LANGUAGE.into());
@@ -91,6 +99,7 @@ static REGISTRY: &[Grammar] = &[
         gap: |_, _| false,
         lex: lex::python_from,
         slices: slice::python,
+        blank: None,
     },
     Grammar {
         extensions: &["rs"],
@@ -100,6 +109,7 @@ static REGISTRY: &[Grammar] = &[
         gap: rust_gap,
         lex: lex::rust_from,
         slices: slice::rust,
+        blank: Some(rust_blank),
     },
 ];
 
@@ -187,7 +197,7 @@ fn check_with(path: &str, before: Option<&Document>, after: &Document, fast: boo
     let (known, old_tree) = match before {
         Some(b) => match parser.parse(b.text(), None) {
             Some(mut tree) => {
-                let mut known = errors(&tree, b.text().as_bytes(), grammar.gap);
+                let mut known = file_errors(grammar, &mut parser, &tree, b.text());
                 if let Some(extra) = grammar.extra {
                     known.extend(extra(b));
                 }
@@ -203,7 +213,7 @@ fn check_with(path: &str, before: Option<&Document>, after: &Document, fast: boo
     let Some(new_tree) = parser.parse(after.text(), old_tree.as_ref()) else {
         return Verdict::Checked(Vec::new());
     };
-    let mut fresh = errors(&new_tree, after.text().as_bytes(), grammar.gap);
+    let mut fresh = file_errors(grammar, &mut parser, &new_tree, after.text());
     if let Some(extra) = grammar.extra {
         fresh.extend(extra(after));
     }
@@ -618,6 +628,8 @@ fn python_indentation(doc: &Document) -> Vec<Span> {
         let bytes = line.as_bytes();
         let mut k = 0;
         let mut last_code: Option<u8> = None;
+        // A `\` that ends a comment continues nothing.
+        let mut comment = false;
         while k < bytes.len() {
             if let Some(q) = in_string {
                 match line[k..].find(q) {
@@ -631,7 +643,10 @@ fn python_indentation(doc: &Document) -> Vec<Span> {
                 }
             }
             match bytes[k] {
-                b'#' => break,
+                b'#' => {
+                    comment = true;
+                    break;
+                }
                 b'\'' | b'"' => {
                     let q = bytes[k];
                     let triple = bytes.len() >= k + 3 && bytes[k + 1] == q && bytes[k + 2] == q;
@@ -659,7 +674,7 @@ fn python_indentation(doc: &Document) -> Vec<Span> {
             last_code = Some(bytes[k]);
             k += 1;
         }
-        continued = in_string.is_none() && line.trim_end().ends_with('\\');
+        continued = in_string.is_none() && !comment && line.trim_end().ends_with('\\');
         if depth == 0 && in_string.is_none() && !continued && last_code == Some(b':') {
             expect_indent = Some(i);
         }
@@ -751,7 +766,7 @@ fn walk_errors(
 ) {
     let (p, end) = (node.start_position(), node.end_position());
     let rows = (p.row, end.row.max(p.row));
-    if node.is_error() && !error_inside(node) && gap(node, src) {
+    if (node.is_missing() || (node.is_error() && !error_inside(node))) && gap(node, src) {
         return;
     }
     if node.is_missing() || (node.is_error() && !error_inside(node)) {
@@ -784,6 +799,102 @@ fn walk_errors(
     }
 }
 
+/// A whole file's errors (see [`errors`]); when it has some, they are the
+/// errors left once the grammar's `blank` has blanked what it cannot read
+/// (one more parse, only for a file that has errors: the slow path).
+/// Blanking keeps every byte offset, so the errors' positions stand.
+fn file_errors(grammar: &Grammar, parser: &mut Parser, tree: &Tree, text: &str) -> Vec<Span> {
+    let found = errors(tree, text.as_bytes(), grammar.gap);
+    if found.is_empty() {
+        return found;
+    }
+    let Some(blanked) = grammar.blank.and_then(|blank| blank(tree, text)) else {
+        return found;
+    };
+    match parser.parse(&blanked, None) {
+        Some(t) => errors(&t, blanked.as_bytes(), grammar.gap),
+        None => found,
+    }
+}
+
+/// Rust: the attributes in the broken part of the tree (`#[…]` parsed as
+/// an attribute, so whole, or an ERROR that is exactly one), blanked.
+/// rustc's parser takes an outer attribute nearly anywhere, the grammar not
+/// everywhere (on a field of a struct pattern: `let S { a, #[cfg(test)] b }
+/// = s;`, on a tuple element after the first), and a whole attribute is not
+/// what makes code wrong: with it blanked, the errors that remain are the
+/// code's.
+fn rust_blank(tree: &Tree, text: &str) -> Option<String> {
+    let mut spans: Vec<Range<usize>> = Vec::new();
+    let mut stack = vec![tree.root_node()];
+    while let Some(node) = stack.pop() {
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            let stray = child.is_error()
+                && child
+                    .utf8_text(text.as_bytes())
+                    .is_ok_and(|t| one_attribute(t.trim()));
+            if (child.kind() == "attribute_item" && !child.has_error()) || stray {
+                spans.push(child.byte_range());
+            } else if child.has_error() {
+                stack.push(child);
+            }
+        }
+    }
+    if spans.is_empty() {
+        return None;
+    }
+    let mut bytes = text.as_bytes().to_vec();
+    for r in spans {
+        for b in bytes
+            .get_mut(r)?
+            .iter_mut()
+            .filter(|b| !matches!(b, b'\n' | b'\r'))
+        {
+            *b = b' ';
+        }
+    }
+    String::from_utf8(bytes).ok()
+}
+
+/// Whether `text` is one outer attribute, `#[…]`, whole (an ERROR the
+/// grammar made of one it could not place: after a tuple's first element).
+fn one_attribute(text: &str) -> bool {
+    let Some(body) = text.strip_prefix('#').map(str::trim_start) else {
+        return false;
+    };
+    if !body.starts_with('[') || !whole_tokens(body) {
+        return false;
+    }
+    // The `[` that opens it closes at the very end.
+    let mut depth = 0usize;
+    let mut chars = body.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => {
+                while let Some((_, c)) = chars.next() {
+                    match c {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+            }
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return i + 1 == body.len();
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
 /// Whether an ERROR node holds another ERROR or MISSING node.
 fn error_inside(node: Node<'_>) -> bool {
     let mut cursor = node.walk();
@@ -800,6 +911,9 @@ fn error_inside(node: Node<'_>) -> bool {
 ///   strings closed, no comment opened, no character the lexer refuses.
 ///   An unclosed string or a stray bracket inside `println!(…)` still counts.
 fn rust_gap(node: Node<'_>, src: &[u8]) -> bool {
+    if node.is_missing() {
+        return missing_in_unit_type(node, src);
+    }
     let Ok(text) = node.utf8_text(src) else {
         return false;
     };
@@ -812,18 +926,26 @@ fn rust_gap(node: Node<'_>, src: &[u8]) -> bool {
         return whole_tokens(rest);
     }
     if text == "!" {
-        // The few bytes before it: `try`, spaces, and the character before.
+        // The few bytes before it: `try` (or a macro named like a primitive
+        // type, snapbox's `str![…]`, which the grammar reads as the type),
+        // spaces, and the character before.
         let at = node.start_byte();
         let before = String::from_utf8_lossy(&src[at.saturating_sub(32)..at]);
         let before = before.trim_end();
-        if before
-            .strip_suffix("try")
-            .is_some_and(|b| !b.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '#'))
+        let word = before
+            .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .map_or(before, |k| &before[k + 1..]);
+        if PRIMITIVE_MACROS.contains(&word)
+            && !before[..before.len() - word.len()].ends_with(['#', '\'', '.'])
         {
             return true;
         }
     }
-    if safe_item(node, text, src) {
+    if binding_at(text, src, node.end_byte()) {
+        return true;
+    }
+    if safe_item(node, text, src) || foreign_type(node, text, src) || where_unit_struct(node, text)
+    {
         return true;
     }
     !text.is_empty() && in_macro(node) && whole_tokens(text)
@@ -854,6 +976,129 @@ fn safe_item(node: Node<'_>, text: &str, src: &[u8]) -> bool {
         up = n.parent();
     }
     false
+}
+
+/// Words before a `!` that make a macro call rustc accepts and the grammar
+/// does not: Rust 2015's `try!`, and macros named like a primitive type.
+const PRIMITIVE_MACROS: &[&str] = &[
+    "try", "str", "bool", "char", "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32",
+    "u64", "u128", "usize", "f32", "f64",
+];
+
+/// A binding to a parenthesized pattern (`raw @ (A | B) => …`), which the
+/// grammar cannot read: the error is the binding, `name @` (after `ref`,
+/// `mut`), and a `(` follows.
+fn binding_at(text: &str, src: &[u8], end: usize) -> bool {
+    let Some(name) = text.strip_suffix('@').map(str::trim_end) else {
+        return false;
+    };
+    let name = name.strip_prefix("ref ").unwrap_or(name).trim_start();
+    let name = name.strip_prefix("mut ").unwrap_or(name).trim_start();
+    let paren = src
+        .get(end..)
+        .and_then(|r| r.iter().find(|b| !b.is_ascii_whitespace()))
+        == Some(&b'(');
+    paren
+        && name.starts_with(|c: char| c.is_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+}
+
+/// The unit type `()` where the grammar wants a named type (the bounded
+/// type of a `where` predicate, `(): Trait`): it reads a tuple type that
+/// misses its element.
+fn missing_in_unit_type(node: Node<'_>, src: &[u8]) -> bool {
+    node.parent().is_some_and(|p| {
+        p.kind() == "tuple_type"
+            && p.utf8_text(src)
+                .is_ok_and(|t| t.chars().filter(|c| !c.is_whitespace()).eq("()".chars()))
+    })
+}
+
+/// A foreign type in an `extern` block (`pub type Name<…>;`, as
+/// `#[wasm_bindgen]` blocks declare them), which the grammar reads only
+/// without a visibility: the error is the item, a name and its generics.
+fn foreign_type(node: Node<'_>, text: &str, src: &[u8]) -> bool {
+    // The visibility is the ERROR's start, or (before an item without one)
+    // the node just before it, which the grammar gave that item.
+    let rest = match text.strip_prefix("pub") {
+        Some(rest) => {
+            let rest = rest.trim_start();
+            match rest.strip_prefix('(') {
+                Some(r) => match r.split_once(')') {
+                    Some((_, r)) => r.trim_start(),
+                    None => return false,
+                },
+                None => rest,
+            }
+        }
+        None if node
+            .prev_sibling()
+            .is_some_and(|p| p.kind() == "visibility_modifier") =>
+        {
+            text
+        }
+        None => return false,
+    };
+    let Some(name) = rest
+        .strip_prefix("type")
+        .filter(|r| r.starts_with(char::is_whitespace))
+        .map(str::trim_start)
+    else {
+        return false;
+    };
+    // The `;` is the ERROR's end when another item follows, else after it.
+    let (name, ended) = match name.strip_suffix(';') {
+        Some(n) => (n.trim_end(), true),
+        None => (name, false),
+    };
+    let semicolon = ended
+        || src
+            .get(node.end_byte()..)
+            .and_then(|r| r.iter().find(|b| !b.is_ascii_whitespace()))
+            == Some(&b';');
+    // The name, then nothing or its generics `<…>` to the end (the `>` of
+    // a `->` in them closes nothing).
+    let generics = name.trim_start_matches(|c: char| c.is_alphanumeric() || c == '_');
+    let mut depth = 0i32;
+    let mut prev = ' ';
+    let generics_only = generics.is_empty()
+        || (generics.starts_with('<')
+            && generics.ends_with('>')
+            && generics.char_indices().all(|(i, c)| {
+                depth += match (prev, c) {
+                    (_, '<') => 1,
+                    ('-', '>') => 0,
+                    (_, '>') => -1,
+                    _ => 0,
+                };
+                prev = c;
+                depth > 0 || i + 1 == generics.len()
+            }));
+    // Up to the item list, which must be an `extern` block's.
+    let mut up = node.parent();
+    while let Some(n) = up.filter(|n| n.kind() != "declaration_list") {
+        up = n.parent();
+    }
+    let in_extern = up
+        .and_then(|p| p.parent())
+        .is_some_and(|p| p.kind() == "foreign_mod_item");
+    semicolon
+        && in_extern
+        && generics_only
+        && name.starts_with(|c: char| c.is_alphabetic() || c == '_')
+        && !name.contains(';')
+        && whole_tokens(name)
+}
+
+/// A unit struct with a `where` clause (`struct S where T: Send;`), which
+/// the grammar cannot read: the error is the clause alone, parsed whole.
+fn where_unit_struct(node: Node<'_>, text: &str) -> bool {
+    node.parent().is_some_and(|p| p.kind() == "struct_item")
+        && text.starts_with("where")
+        && node.named_child_count() == 1
+        && node
+            .named_child(0)
+            .is_some_and(|c| c.kind() == "where_clause" && !c.has_error())
 }
 
 /// Whether a node lies inside a macro invocation's or definition's tokens.
@@ -1053,6 +1298,185 @@ mod tests {
             "fn f() -> R {\n    let x = try!(g();\n    Ok(x)\n}\n",
         ] {
             assert!(!new_errors("m.rs", ok, broken).is_empty(), "{broken}");
+        }
+    }
+
+    /// Found by applying real crates' files as created files (the replays
+    /// of ripgrep, insta and click had none): a foreign type in an `extern`
+    /// block, as every `#[wasm_bindgen] extern "C"` block declares them
+    /// (js-sys), is rustc's syntax and the grammar's gap; a broken item next
+    /// to it is still the edit's.
+    #[test]
+    fn a_foreign_type_is_a_grammar_gap() {
+        let ok = "#[wasm_bindgen]\nextern \"C\" {\n    fn f();\n}\n";
+        for gap in [
+            "    pub type Array<T = JsValue>;\n",
+            "    #[wasm_bindgen(extends = Object)]\n    pub type ArrayTuple<T: JsTuple = (JsValue,)>;\n",
+            "    pub(crate) type Opaque;\n",
+            "    pub type Instant;\n\n    /// Doc.\n    #[wasm_bindgen(constructor, catch)]\n    pub fn new(n: &BigInt) -> Result<Instant, RangeError>;\n",
+            "    /// Doc.\n    #[wasm_bindgen(js_namespace = Temporal, extends = Object)]\n    #[derive(Clone, Debug)]\n    pub type Instant;\n\n    /// Doc.\n    #[wasm_bindgen(constructor, js_namespace = Temporal, catch)]\n    pub fn new(n: &BigInt) -> Result<Instant, RangeError>;\n",
+            "    pub type Instant;\n    fn now();\n",
+            "    pub type Function<\n        T: JsFunction = fn(\n            JsValue,\n        ) -> JsValue,\n    >;\n",
+        ] {
+            let new = ok.replace("    fn f();\n", &format!("    fn f();\n{gap}"));
+            assert_eq!(new_errors("lib.rs", ok, &new), Vec::new(), "{new}");
+            assert_eq!(new_errors("lib.rs", "", &new), Vec::new(), "{new}");
+        }
+        for broken in [
+            "    pub type Array<T = JsValue>;\n    pub fn g(;\n",
+            "    pub type = Array;\n",
+            "    pub type Instant\n    pub fn new(n: &BigInt) -> Result<Instant, RangeError>;\n",
+        ] {
+            let new = ok.replace("    fn f();\n", &format!("    fn f();\n{broken}"));
+            assert!(!new_errors("lib.rs", ok, &new).is_empty(), "{new}");
+        }
+        // Outside an `extern` block a bodiless `pub type` is no gap.
+        assert!(!new_errors("lib.rs", "", "fn f() {\n    pub type X;\n}\n").is_empty());
+    }
+
+    /// Found in syn (src/error.rs): a unit struct with a `where` clause,
+    /// `struct S where T: Send;`, which the grammar cannot read.
+    #[test]
+    fn a_unit_struct_with_a_where_clause_is_a_grammar_gap() {
+        let ok = "struct A;\n";
+        let new = "struct A;\n\n#[cfg(test)]\nstruct _Test\nwhere\n    Error: Send + Sync;\n";
+        assert_eq!(new_errors("lib.rs", ok, new), Vec::new());
+        assert_eq!(new_errors("lib.rs", "", new), Vec::new());
+        for broken in [
+            "struct A;\nstruct B\nwhere\n    Error: Send +;\n",
+            "struct A;\nstruct B\nwhere\n    Error: Send\n",
+        ] {
+            assert!(!new_errors("lib.rs", ok, broken).is_empty(), "{broken}");
+        }
+    }
+
+    /// Found in portable-atomic, quinn-proto and proc-macro2: an attribute
+    /// on a field of a struct pattern (`let S { a, #[cfg(test)] b } = s;`),
+    /// which the grammar cannot read; its errors go when the attributes in
+    /// the broken part of the tree are blanked. A real error in the same
+    /// pattern is still the edit's.
+    #[test]
+    fn an_attribute_on_a_pattern_field_is_a_grammar_gap() {
+        let ok =
+            "fn f(s: S) -> u64 {\n    let S {\n        a,\n        c,\n    } = s;\n    a + c\n}\n";
+        let cfg = ok.replace(
+            "        a,\n",
+            "        a,\n        #[cfg(test)]\n        b,\n",
+        );
+        assert_eq!(new_errors("lib.rs", ok, &cfg), Vec::new(), "{cfg}");
+        assert_eq!(new_errors("lib.rs", "", &cfg), Vec::new(), "{cfg}");
+        // The same on an element of a tuple expression (zerovec).
+        let tuple = "fn f(s: S) -> (u8, u8) {\n    (\n        s.a,\n        s.b,\n    )\n}\n";
+        let tagged = tuple.replace(
+            "        s.b,\n",
+            "        #[expect(clippy::unwrap_used)]\n        s.b,\n",
+        );
+        assert_eq!(new_errors("lib.rs", tuple, &tagged), Vec::new(), "{tagged}");
+        let arm = "fn p(t: T) {\n    match t {\n        T::L(L {\n            #[cfg(w)]\n                inner: F(l),\n            ..\n        }) if l.neg() => {\n            push(l);\n        }\n        _ => {}\n    }\n}\n";
+        assert_eq!(new_errors("lib.rs", "", arm), Vec::new(), "{arm}");
+        for broken in [
+            cfg.replace("        b,\n", "        b,,\n"),
+            cfg.replace("    } = s;\n", "    } = s\n"),
+            cfg.replace("#[cfg(test)]", "#[cfg(test]"),
+        ] {
+            assert!(!new_errors("lib.rs", ok, &broken).is_empty(), "{broken}");
+        }
+    }
+
+    /// Found in zerovec, portable-atomic and quinn-proto: an attribute the
+    /// grammar does not read as one at all (on a tuple element after the
+    /// first: `#` and an array) is an ERROR that is exactly `#[…]`, blanked
+    /// like the others; a real error beside it is still the edit's.
+    #[test]
+    fn attributes_behind_attributes_are_blanked_too() {
+        let pair = "fn f(k: K, idx: usize) -> (u8, u8) {\n    (\n        #[expect(clippy::unwrap_used)] // idx in range\n        k.keys.get(idx).unwrap(),\n        #[expect(clippy::unwrap_used)] // idx in 0..len = values.len()\n        k.values.get(idx).unwrap(),\n    )\n}\n";
+        assert_eq!(new_errors("lib.rs", "", pair), Vec::new(), "{pair}");
+        let split = "fn f(s: &S) -> Option<(u8, &S)> {\n    if let Some(first) = s.first() {\n        return Some((\n            first,\n            // `unwrap()` must succeed.\n            #[expect(clippy::unwrap_used)]\n            s.sub(1..s.len()).unwrap(),\n        ));\n    }\n    None\n}\n";
+        assert_eq!(new_errors("lib.rs", "", split), Vec::new(), "{split}");
+        let detect = "#[cold]\n#[must_use]\nfn _detect(mut info: CpuInfo) -> CpuInfo {\n    let AA64Reg {\n        aa64isar0,\n        aa64isar1,\n        #[cfg(test)]\n        aa64isar3,\n        aa64mmfr2,\n    } = imp::aa64reg();\n\n    // Atomic, bits [23:20]\n    if extract(aa64isar0, 23, 20) >= 0b0010 {\n        info.set(CpuInfo::HAS_LSE);\n    }\n    info\n}\n";
+        assert_eq!(new_errors("lib.rs", "", detect), Vec::new(), "{detect}");
+        let broken = pair.replace("k.values.get(idx).unwrap(),", "k.values.get(idx).unwrap(,");
+        assert!(!new_errors("lib.rs", "", &broken).is_empty(), "{broken}");
+    }
+
+    /// Found in pip (`_internal/req/req_file.py`): a comment that ends in
+    /// a backslash (`# last line contains \`) continues nothing, so the
+    /// indented line after it is no continuation line; a real `\` at the
+    /// end of code still continues.
+    #[test]
+    fn a_comment_ending_in_a_backslash_continues_nothing() {
+        let ok = "def f(lines):\n    for line in lines:\n        yield line\n";
+        let new = "def f(lines):\n    for line in lines:\n        yield line\n\n    # last line contains \\\n    if lines:\n        yield lines[-1]\n";
+        assert_eq!(new_errors("a.py", ok, new), Vec::new(), "{new}");
+        assert_eq!(new_errors("a.py", "", new), Vec::new(), "{new}");
+        let broken = new.replace("    if lines:\n        yield", "    if lines:\n    yield");
+        assert!(!new_errors("a.py", ok, &broken).is_empty(), "{broken}");
+        // Code ending in `\` continues onto the next line, at any indentation.
+        let continued = "x = 1 + \\\n        2\n";
+        assert_eq!(new_errors("a.py", "", continued), Vec::new(), "{continued}");
+    }
+
+    /// Found in winnow's tests: snapbox's `str![…]` macro, which the
+    /// grammar reads as the type `str` followed by a stray `!`.
+    #[test]
+    fn a_macro_named_like_a_primitive_type_is_a_grammar_gap() {
+        let ok = "#[test]\nfn t() {\n    let input = 1;\n    check(input);\n}\n";
+        for gap in [
+            "    let expected = str![\"0000\"];\n",
+            "    let expected = str![[r#\"\"abc\"\"#]];\n",
+        ] {
+            let new = ok.replace("    check(input);\n", &format!("{gap}    check(input);\n"));
+            assert_eq!(new_errors("t.rs", ok, &new), Vec::new(), "{new}");
+        }
+        for broken in [
+            "    let expected = str![\"0000\";\n",
+            "    let expected = strr![\"0000\"]\n",
+        ] {
+            let new = ok.replace(
+                "    check(input);\n",
+                &format!("{broken}    check(input);\n"),
+            );
+            assert!(!new_errors("t.rs", ok, &new).is_empty(), "{new}");
+        }
+    }
+
+    /// Found in zerocopy-derive: a binding to a parenthesized pattern
+    /// (`raw @ (U8 | U16) => …`), which the grammar cannot read.
+    #[test]
+    fn a_binding_to_a_parenthesized_pattern_is_a_grammar_gap() {
+        let ok = "fn c(raw: R) -> u8 {\n    match raw {\n        R::C => 0,\n        _ => 2,\n    }\n}\n";
+        let new = ok.replace(
+            "        _ => 2,\n",
+            "        raw @ (U8 | U16) => raw.n(),\n        _ => 2,\n",
+        );
+        assert_eq!(new_errors("lib.rs", ok, &new), Vec::new(), "{new}");
+        for broken in [
+            ok.replace(
+                "        _ => 2,\n",
+                "        raw @ (U8 | U16 => raw.n(),\n        _ => 2,\n",
+            ),
+            ok.replace(
+                "        _ => 2,\n",
+                "        raw @ => raw.n(),\n        _ => 2,\n",
+            ),
+        ] {
+            assert!(!new_errors("lib.rs", ok, &broken).is_empty(), "{broken}");
+        }
+    }
+
+    /// Found in typenum and zerocopy: the unit type as the bounded type of a
+    /// `where` predicate (`(): Trait<…>,`), which the grammar reads as a
+    /// tuple type missing its element.
+    #[test]
+    fn a_unit_type_in_a_where_clause_is_a_grammar_gap() {
+        let ok = "impl<U> Div<U> for UInt\nwhere\n    U: Len,\n{\n}\n";
+        let new = ok.replace("    U: Len,\n", "    U: Len,\n    (): PrivateDiv<U>,\n");
+        assert_eq!(new_errors("lib.rs", ok, &new), Vec::new(), "{new}");
+        for broken in [
+            ok.replace("    U: Len,\n", "    U: Len,\n    (: PrivateDiv<U>,\n"),
+            ok.replace("    U: Len,\n", "    U: Len,\n    (,): PrivateDiv<U>,\n"),
+        ] {
+            assert!(!new_errors("lib.rs", ok, &broken).is_empty(), "{broken}");
         }
     }
 
