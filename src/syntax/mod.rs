@@ -632,14 +632,22 @@ fn python_indentation(doc: &Document) -> Vec<Span> {
         let mut comment = false;
         while k < bytes.len() {
             if let Some(q) = in_string {
-                match line[k..].find(q) {
-                    Some(end) => {
-                        k += end + q.len();
+                match string_end(&bytes[k..], q.as_bytes()) {
+                    Ok(end) => {
+                        k += end;
                         in_string = None;
                         last_code = Some(b'"');
                         continue;
                     }
-                    None => break,
+                    // A one-quote string goes on only after a `\` that ends
+                    // its line; without one it ends there (the tokenizer's
+                    // error).
+                    Err(escaped) => {
+                        if q.len() == 1 && !escaped {
+                            in_string = None;
+                        }
+                        break;
+                    }
                 }
             }
             match bytes[k] {
@@ -655,11 +663,17 @@ fn python_indentation(doc: &Document) -> Vec<Span> {
                         k += 3;
                         continue;
                     }
-                    k += 1;
-                    while k < bytes.len() && bytes[k] != q {
-                        k += if bytes[k] == b'\\' { 2 } else { 1 };
+                    match string_end(&bytes[k + 1..], &[q]) {
+                        Ok(end) => k += 1 + end,
+                        // `'a\` at the end of its line: the string goes on
+                        // on the next (`'''` there may close it and open
+                        // nothing).
+                        Err(true) => {
+                            in_string = Some(if q == b'"' { "\"" } else { "'" });
+                            break;
+                        }
+                        Err(false) => k = bytes.len(),
                     }
-                    k += 1;
                     last_code = Some(q);
                     continue;
                 }
@@ -683,6 +697,23 @@ fn python_indentation(doc: &Document) -> Vec<Span> {
         issues.push(issue(i, "IndentationError: expected an indented block"));
     }
     issues
+}
+
+/// Where a string closed by `quote` ends in `rest` (the byte after the
+/// quote), honouring `\` escapes; or, when it does not end on this line,
+/// whether the line's last byte is an escaping `\` (the string goes on).
+fn string_end(rest: &[u8], quote: &[u8]) -> Result<usize, bool> {
+    let mut k = 0;
+    while k < rest.len() {
+        if rest[k] == b'\\' {
+            k += 2;
+        } else if rest[k..].starts_with(quote) {
+            return Ok(k + quote.len());
+        } else {
+            k += 1;
+        }
+    }
+    Err(k > rest.len())
 }
 
 /// The point where line `i` starts (or the end of the text).
@@ -1414,6 +1445,23 @@ mod tests {
         // Code ending in `\` continues onto the next line, at any indentation.
         let continued = "x = 1 + \\\n        2\n";
         assert_eq!(new_errors("a.py", "", continued), Vec::new(), "{continued}");
+    }
+
+    /// Found by `the_fast_path_agrees_on_adversarial_python` (its seed is in
+    /// proptest-regressions/syntax/mod.txt): a one-quote string continued by
+    /// a `\` at its line's end goes on on the next line, where `'''` closes
+    /// it and opens an empty string, not a triple-quoted one; the indented
+    /// lines of a later `'''` string were then read as code.
+    #[test]
+    fn a_one_quote_string_goes_on_after_a_backslash_at_its_end() {
+        let ok = "class A:\n    x = 1\n    def b(self):\n        s = '''\n  z = 3\n'''\n        return s\n";
+        let new = ok.replace("    x = 1\n", "    s = 'a\\\n    '''\n");
+        assert_eq!(new_errors("a.py", ok, &new), Vec::new(), "{new}");
+        assert_eq!(new_errors("a.py", "", &new), Vec::new(), "{new}");
+        // Escapes still count: `\\` at the end escapes the backslash, so
+        // the string ends unclosed there (the tokenizer's error).
+        let broken = ok.replace("    x = 1\n", "    s = 'a\\\\\n    '''\n");
+        assert!(!new_errors("a.py", ok, &broken).is_empty(), "{broken}");
     }
 
     /// Found in winnow's tests: snapbox's `str![…]` macro, which the
