@@ -2918,6 +2918,31 @@ pub mod session {
     /// `/resume` with no transcript.
     pub const SESSION_NOTHING_TO_RESUME: &str = "There is no earlier session in this project.";
 
+    /// An edit applied as the person just approved it (its diff was shown
+    /// with the question).
+    pub const SESSION_APPLIED_AS_SHOWN: &str = "  ✓ applied as shown above";
+
+    /// The loop made room in the context during a turn: `summarised` when
+    /// earlier turns were summarised, else how many tokens of old tool
+    /// output were pruned.
+    pub fn session_context_compacted(summarised: bool, pruned: u64) -> String {
+        if summarised {
+            "[context compacted: earlier turns summarised]".to_owned()
+        } else {
+            format!("[context compacted: old tool outputs pruned, ~{pruned} tokens]")
+        }
+    }
+
+    /// The model's reply stopped at the token limit.
+    pub fn session_cut_off(max_tokens: u32) -> String {
+        format!("[the reply was cut off at {max_tokens} tokens]")
+    }
+
+    /// A warning from the loop (e.g. a text-mode reply without an edit).
+    pub fn session_warning(warning: &str) -> String {
+        format!("[warning: {warning}]")
+    }
+
     #[cfg(test)]
     mod session_tests {
         //! The interactive session's words, in a snapshot of their own.
@@ -2985,6 +3010,14 @@ pub mod session {
                 ("cleared", SESSION_CLEARED.to_owned()),
                 ("resumed", session_resumed("0001-00002", 5)),
                 ("nothing to resume", SESSION_NOTHING_TO_RESUME.to_owned()),
+                ("context summarised", session_context_compacted(true, 0)),
+                ("context pruned", session_context_compacted(false, 1200)),
+                ("cut off", session_cut_off(8192)),
+                ("applied as shown", SESSION_APPLIED_AS_SHOWN.to_owned()),
+                (
+                    "warning",
+                    session_warning("the reply holds no edit, and nothing was changed"),
+                ),
             ] {
                 let _ = write!(out, "=== {title} ===\n{text}\n\n");
             }

@@ -438,6 +438,39 @@ fn diff_shows_the_sessions_edits_and_undo_reverts_the_last() {
     pane.wait_for("No file was changed by an edit in this session", 2);
 }
 
+/// Issue 13, ask mode: an edit is shown as its diff before the question,
+/// and once approved it is applied without showing the same diff again.
+#[test]
+fn an_asked_edit_shows_its_diff_once() {
+    let dir = root_with(&[("calc.py", "def add(a, b):\n    return a - b\n")]);
+    let fix = json!({"path": "calc.py", "old_string": "    return a - b", "new_string": "    return a + b"});
+    let server = LlmServer::start(vec![
+        Scripted::openai_turn(
+            "",
+            &[("c1", "read", &json!({"path": "calc.py"}).to_string())],
+        ),
+        Scripted::openai_turn("", &[("c2", "edit", &fix.to_string())]),
+        Scripted::openai_text("Fixed."),
+    ]);
+    let pane = Pane::start(
+        dir.path(),
+        &server.openai_base_url(),
+        &["--permission", "ask"],
+    );
+    pane.line("fix add");
+    pane.wait_for("[y]es  [n]o  [s]ession", 1);
+    assert_eq!(pane.screen().matches("+    return a + b").count(), 1);
+    pane.type_text("y");
+    pane.keys(&["Enter"]);
+    let screen = pane.wait_for("Fixed.", 1);
+    assert!(screen.contains("applied as shown above"), "{screen}");
+    assert_eq!(screen.matches("+    return a + b").count(), 1, "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("calc.py")).unwrap(),
+        "def add(a, b):\n    return a + b\n"
+    );
+}
+
 #[test]
 fn a_terminal_resize_leaves_the_prompt_whole() {
     let dir = root_with(&[]);

@@ -37,7 +37,7 @@ use crate::cli::RunArgs;
 use crate::error::{Error, Exit};
 use crate::markdown::{self, Markdown};
 use crate::run::{Prepared, prepare, provider_config};
-use crate::session_ask::{Always, Asker};
+use crate::session_ask::{Always, Approved, Asker};
 use crate::session_line::Line;
 use crate::style;
 
@@ -53,6 +53,9 @@ struct State {
     always: Arc<Mutex<Always>>,
     /// Set by Ctrl-C.
     cut: Arc<AtomicBool>,
+    /// The diff of the edit the person just approved in `ask` mode: it was
+    /// shown with the question, so its edit event does not show it again.
+    approved: Approved,
     /// Tokens and model turns of this session.
     tokens: (u64, u64),
     turns: u32,
@@ -122,8 +125,9 @@ pub(crate) fn session(args: &RunArgs) -> Result<Exit, Error> {
         });
     }
     let always = Arc::new(Mutex::new(Always::default()));
+    let approved = Approved::default();
     let config = p.config();
-    let tools = tools(&p, &root, &always, &cut);
+    let tools = tools(&p, &root, &always, &cut, &approved);
     anstream::eprintln!("lancet: {}", p.jail);
     let mut st = State {
         root,
@@ -133,6 +137,7 @@ pub(crate) fn session(args: &RunArgs) -> Result<Exit, Error> {
         messages: Vec::new(),
         always,
         cut,
+        approved,
         tokens: (0, 0),
         turns: 0,
         last_context: None,
@@ -210,11 +215,22 @@ fn read_message(line: &mut Line) -> Result<String, ReadlineError> {
 }
 
 /// The tools, with the session's prompter.
-fn tools(p: &Prepared, root: &Path, always: &Arc<Mutex<Always>>, cut: &Arc<AtomicBool>) -> Tools {
+fn tools(
+    p: &Prepared,
+    root: &Path,
+    always: &Arc<Mutex<Always>>,
+    cut: &Arc<AtomicBool>,
+    approved: &Approved,
+) -> Tools {
     let mut tc = p.tc.clone();
     tc.format = p.s.format;
     tc.text_mode = p.s.text_mode;
-    let asker = Asker::new(root.to_path_buf(), always.clone(), cut.clone());
+    let asker = Asker::new(
+        root.to_path_buf(),
+        always.clone(),
+        cut.clone(),
+        approved.clone(),
+    );
     Tools::new(p.ws.clone(), tc, p.rules.clone(), Box::new(asker))
 }
 
@@ -274,6 +290,7 @@ impl State {
             transcript,
             config,
             before,
+            approved,
             ..
         } = self;
         let ws = &p.ws;
@@ -292,7 +309,7 @@ impl State {
                 }
                 _ => {}
             }
-            print_event(&e, &mut md);
+            print_event(&e, &mut md, approved);
         };
         let provider: &Provider = &p.provider;
         let result = runtime.block_on(async {
@@ -404,7 +421,7 @@ impl State {
         self.p.provider =
             Provider::new(provider_config(&self.p.s)).map_err(|e| self.p.provider_failed(e))?;
         self.config = self.p.config();
-        self.tools = tools(&self.p, &self.root, &self.always, &self.cut);
+        self.tools = tools(&self.p, &self.root, &self.always, &self.cut, &self.approved);
         Ok(())
     }
 
@@ -729,7 +746,7 @@ fn reverse(after: &str, hunks: &[Hunk]) -> String {
 
 /// Shows one event of a turn: text as Markdown, one line per tool call,
 /// failures, and edits as coloured diffs.
-fn print_event(e: &Event, md: &mut Markdown) {
+fn print_event(e: &Event, md: &mut Markdown, approved: &Approved) {
     let line = |t: &str| for_terminal(t, Layout::Line).into_owned();
     let flush = |md: &mut Markdown| {
         let rest = md.finish();
@@ -767,26 +784,29 @@ fn print_event(e: &Event, md: &mut Markdown) {
         }
         Event::Edit { diff, .. } => {
             flush(md);
-            anstream::print!("{}", markdown::diff(diff));
+            if approved.take_if_shown(diff) {
+                anstream::println!(
+                    "{}",
+                    style::paint(style::DIM, words::SESSION_APPLIED_AS_SHOWN)
+                );
+            } else {
+                anstream::print!("{}", markdown::diff(diff));
+            }
         }
         Event::Compacted { summary, pruned } => {
             flush(md);
-            let what = match summary {
-                Some(_) => "earlier turns summarised".to_owned(),
-                None => format!("old tool outputs pruned, ~{pruned} tokens"),
-            };
-            say(style::NOTICE, &format!("[context compacted: {what}]"));
+            say(
+                style::NOTICE,
+                &words::session_context_compacted(summary.is_some(), *pruned),
+            );
         }
         Event::Truncated { max_tokens } => {
             flush(md);
-            say(
-                style::NOTICE,
-                &format!("[the reply was cut off at {max_tokens} tokens]"),
-            );
+            say(style::NOTICE, &words::session_cut_off(*max_tokens));
         }
         Event::NoEdit { warning } => {
             flush(md);
-            say(style::NOTICE, &format!("[warning: {}]", line(warning)));
+            say(style::NOTICE, &words::session_warning(&line(warning)));
         }
         Event::Looping { .. } | Event::ToolResult { .. } | Event::Usage { .. } => {}
     }

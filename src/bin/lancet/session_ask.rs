@@ -145,6 +145,29 @@ pub(crate) fn always_rules(tool: &str, subject: &str) -> Vec<String> {
     vec![format!("bash({prefix})"), format!("bash({prefix} *)")]
 }
 
+/// The diff of the last edit the person approved after seeing it in a
+/// question (shared by the prompter, which sets it, and the session's
+/// output, which then shows the applied edit in one line, not twice).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Approved(Arc<Mutex<Option<String>>>);
+
+impl Approved {
+    fn set(&self, diff: Option<&str>) {
+        if let Ok(mut d) = self.0.lock() {
+            *d = diff.map(str::to_owned);
+        }
+    }
+
+    /// Whether `diff` is the one just approved (forgotten once asked).
+    pub(crate) fn take_if_shown(&self, diff: &str) -> bool {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|mut d| d.take())
+            .is_some_and(|d| d.trim_end() == diff.trim_end())
+    }
+}
+
 /// The session's prompter.
 pub(crate) struct Asker {
     pub(crate) root: PathBuf,
@@ -153,17 +176,24 @@ pub(crate) struct Asker {
     pub(crate) project: Always,
     /// Set by Ctrl-C.
     pub(crate) cut: Arc<AtomicBool>,
+    approved: Approved,
     reason: Option<String>,
 }
 
 impl Asker {
-    pub(crate) fn new(root: PathBuf, session: Arc<Mutex<Always>>, cut: Arc<AtomicBool>) -> Asker {
+    pub(crate) fn new(
+        root: PathBuf,
+        session: Arc<Mutex<Always>>,
+        cut: Arc<AtomicBool>,
+        approved: Approved,
+    ) -> Asker {
         let project = Always::for_project(&root);
         Asker {
             root,
             session,
             project,
             cut,
+            approved,
             reason: None,
         }
     }
@@ -216,8 +246,23 @@ impl Prompter for Asker {
         self.reason = None;
         let session = self.session.lock().is_ok_and(|s| s.covers(&self.root, q));
         if session || self.project.covers(&self.root, q) {
+            self.approved.set(None);
             return Answer::Yes;
         }
+        let answer = self.ask(q);
+        let seen = matches!(answer, Answer::Yes) && q.tool != "bash";
+        self.approved.set(seen.then_some(q.detail));
+        answer
+    }
+
+    fn reason(&mut self) -> Option<String> {
+        self.reason.take()
+    }
+}
+
+impl Asker {
+    /// Shows the edit's diff or the command and asks.
+    fn ask(&mut self, q: &Question<'_>) -> Answer {
         let detail = q.detail.trim_end();
         let shown = if q.tool == "bash" {
             style::paint(
@@ -272,10 +317,6 @@ impl Prompter for Asker {
                 _ => anstream::eprintln!("{}", words::SESSION_ANSWER_AGAIN),
             }
         }
-    }
-
-    fn reason(&mut self) -> Option<String> {
-        self.reason.take()
     }
 }
 
