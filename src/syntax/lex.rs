@@ -404,7 +404,6 @@ fn py_decode(state: u32) -> Option<(u8, bool)> {
 /// with any prefix (`r`, `b`, `f`, `u` and pairs: a backslash escapes the
 /// next character for the tokenizer in all of them), `#` comments, brackets,
 /// and `\` line continuations.
-#[cfg(test)]
 pub(super) fn python(text: &str) -> Vec<LineLex> {
     whole(python_from, text)
 }

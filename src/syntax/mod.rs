@@ -570,13 +570,14 @@ fn rust_item(line: &str) -> bool {
 /// Python's indentation rules, as its tokenizer applies them: a block opener
 /// (a logical line ending in `:`) must be followed by a deeper line; a deeper
 /// line must follow an opener; a shallower line must return to an enclosing
-/// level. Lines inside brackets, strings and after a `\` are continuations.
+/// level. Which lines start a logical line (not inside brackets, strings or
+/// after a `\`) and each line's last code byte come from the Python lexer
+/// ([`lex::python`]), the scan the slices use too.
 fn python_indentation(doc: &Document) -> Vec<Span> {
+    let table = lex::python(doc.text());
+    let starts_logical = |i: usize| table.get(i).is_none_or(|l| l.code && !l.cont);
     let mut issues = Vec::new();
     let mut stack: Vec<usize> = vec![0];
-    let mut depth = 0i32; // open brackets
-    let mut in_string: Option<&'static str> = None; // an open triple-quoted string
-    let mut continued = false; // previous line ended with `\`
     let mut expect_indent: Option<usize> = None; // the opener's line
     let issue = |line: usize, kind: &str| Span {
         start: line,
@@ -591,9 +592,8 @@ fn python_indentation(doc: &Document) -> Vec<Span> {
         },
     };
     for (i, line) in doc.lines().enumerate() {
-        let starts_logical = depth == 0 && in_string.is_none() && !continued;
         let body = line.trim_start_matches([' ', '\t', '\u{c}']);
-        if starts_logical && !body.is_empty() && !body.starts_with('#') {
+        if starts_logical(i) && !body.is_empty() && !body.starts_with('#') {
             let width = line[..line.len() - body.len()]
                 .chars()
                 .fold(0, |w, c| if c == '\t' { w / 8 * 8 + 8 } else { w + 1 });
@@ -624,72 +624,8 @@ fn python_indentation(doc: &Document) -> Vec<Span> {
                 }
             }
         }
-        // Scan the line for brackets, strings and comments.
-        let bytes = line.as_bytes();
-        let mut k = 0;
-        let mut last_code: Option<u8> = None;
-        // A `\` that ends a comment continues nothing.
-        let mut comment = false;
-        while k < bytes.len() {
-            if let Some(q) = in_string {
-                match string_end(&bytes[k..], q.as_bytes()) {
-                    Ok(end) => {
-                        k += end;
-                        in_string = None;
-                        last_code = Some(b'"');
-                        continue;
-                    }
-                    // A one-quote string goes on only after a `\` that ends
-                    // its line; without one it ends there (the tokenizer's
-                    // error).
-                    Err(escaped) => {
-                        if q.len() == 1 && !escaped {
-                            in_string = None;
-                        }
-                        break;
-                    }
-                }
-            }
-            match bytes[k] {
-                b'#' => {
-                    comment = true;
-                    break;
-                }
-                b'\'' | b'"' => {
-                    let q = bytes[k];
-                    let triple = bytes.len() >= k + 3 && bytes[k + 1] == q && bytes[k + 2] == q;
-                    if triple {
-                        in_string = Some(if q == b'"' { "\"\"\"" } else { "\'\'\'" });
-                        k += 3;
-                        continue;
-                    }
-                    match string_end(&bytes[k + 1..], &[q]) {
-                        Ok(end) => k += 1 + end,
-                        // `'a\` at the end of its line: the string goes on
-                        // on the next (`'''` there may close it and open
-                        // nothing).
-                        Err(true) => {
-                            in_string = Some(if q == b'"' { "\"" } else { "'" });
-                            break;
-                        }
-                        Err(false) => k = bytes.len(),
-                    }
-                    last_code = Some(q);
-                    continue;
-                }
-                b'(' | b'[' | b'{' => depth += 1,
-                b')' | b']' | b'}' => depth = (depth - 1).max(0),
-                c if !c.is_ascii_whitespace() => {}
-                _ => {
-                    k += 1;
-                    continue;
-                }
-            }
-            last_code = Some(bytes[k]);
-            k += 1;
-        }
-        continued = in_string.is_none() && !comment && line.trim_end().ends_with('\\');
-        if depth == 0 && in_string.is_none() && !continued && last_code == Some(b':') {
+        // A logical line ends here (the next line starts one) in a `:`.
+        if starts_logical(i + 1) && table.get(i).is_some_and(|l| l.last == b':') {
             expect_indent = Some(i);
         }
     }
@@ -697,23 +633,6 @@ fn python_indentation(doc: &Document) -> Vec<Span> {
         issues.push(issue(i, "IndentationError: expected an indented block"));
     }
     issues
-}
-
-/// Where a string closed by `quote` ends in `rest` (the byte after the
-/// quote), honouring `\` escapes; or, when it does not end on this line,
-/// whether the line's last byte is an escaping `\` (the string goes on).
-fn string_end(rest: &[u8], quote: &[u8]) -> Result<usize, bool> {
-    let mut k = 0;
-    while k < rest.len() {
-        if rest[k] == b'\\' {
-            k += 2;
-        } else if rest[k..].starts_with(quote) {
-            return Ok(k + quote.len());
-        } else {
-            k += 1;
-        }
-    }
-    Err(k > rest.len())
 }
 
 /// The point where line `i` starts (or the end of the text).
