@@ -154,6 +154,20 @@ pub struct Layer {
     /// flushed to disk before it replaces the original (default false, as
     /// in git and GNU patch; see `CommitOptions::fsync` for what it adds).
     pub fsync: Option<bool>,
+    /// Sub-agents (the `task` tool).
+    #[serde(default)]
+    pub task: TaskLayer,
+}
+
+/// `[task]`: the `task` tool's sub-agents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskLayer {
+    /// Sub-agents of one reply that run at once (default 4).
+    pub parallel: Option<u32>,
+    /// The most model turns of one sub-agent (default 25; a call may only
+    /// lower it).
+    pub max_turns: Option<u32>,
 }
 
 /// A project's layer as it may apply, and the keys of it that were dropped.
@@ -239,6 +253,10 @@ impl Layer {
         self.trusted.extend(over.trusted);
         self.undo = over.undo.or(self.undo);
         self.fsync = over.fsync.or(self.fsync);
+        self.task = TaskLayer {
+            parallel: over.task.parallel.or(self.task.parallel),
+            max_turns: over.task.max_turns.or(self.task.max_turns),
+        };
         self
     }
 
@@ -264,7 +282,9 @@ impl Layer {
     /// Kept: `model`, `edit_format`, deny and ask rules, a `permission` no
     /// wider than the user's (read-only < ask < auto; a name that is not a
     /// mode is kept, so that it is reported as an error), `max_turns` and
-    /// `bash_timeout` no higher than the user's, `undo = true`, a profile's
+    /// `bash_timeout` no higher than the user's, `task.parallel` and
+    /// `task.max_turns` no higher than the user's (or the defaults, 4 and
+    /// 25), `undo = true`, a profile's
     /// `rpm` and `max_concurrency` lower than the user's (or where the
     /// user's are unlimited) for a profile the user has. Dropped:
     /// `provider`, `base_url`, every other key of `providers` (endpoints,
@@ -297,6 +317,7 @@ impl Layer {
             task_timeout,
             undo,
             fsync,
+            task,
         } = self;
         let built_in = defaults();
         let mut ignored = Vec::new();
@@ -436,6 +457,30 @@ impl Layer {
         let user_fsync = beneath.fsync.unwrap_or(false);
         let fsync_kept = fsync.filter(|on| *on || !user_fsync);
         drop(fsync.is_some() && fsync_kept.is_none(), "fsync");
+        // Sub-agents may be fewer and shorter, never more or longer than
+        // the user's values or the defaults (each costs tokens).
+        let TaskLayer {
+            parallel,
+            max_turns: task_turns,
+        } = task;
+        let parallel_kept = at_most(
+            parallel.map(u64::from),
+            beneath.task.parallel.map(u64::from),
+            Some(crate::agent::task::DEFAULT_PARALLEL as u64),
+        );
+        drop(
+            parallel.is_some() && parallel_kept.is_none(),
+            "task.parallel",
+        );
+        let task_turns_kept = at_most(
+            task_turns.map(u64::from),
+            beneath.task.max_turns.map(u64::from),
+            Some(u64::from(crate::agent::task::DEFAULT_MAX_TURNS)),
+        );
+        drop(
+            task_turns.is_some() && task_turns_kept.is_none(),
+            "task.max_turns",
+        );
         ProjectLayer {
             layer: Layer {
                 model,
@@ -464,6 +509,10 @@ impl Layer {
                 task_timeout: job_time,
                 undo,
                 fsync: fsync_kept,
+                task: TaskLayer {
+                    parallel: parallel.filter(|_| parallel_kept.is_some()),
+                    max_turns: task_turns.filter(|_| task_turns_kept.is_some()),
+                },
             },
             ignored,
         }
@@ -712,5 +761,26 @@ task_timeout = 60
     fn unknown_keys_are_errors() {
         let e = Layer::parse("modle = \"x\"\n", ".lancet.toml").unwrap_err();
         assert_eq!(e.source_name, ".lancet.toml");
+    }
+
+    /// Issue 14 (sub-agents): a project may make sub-agents fewer and
+    /// shorter, never more or longer than the user's or the defaults.
+    #[test]
+    fn an_untrusted_project_only_lowers_the_task_limits() {
+        let project =
+            Layer::parse("[task]\nparallel = 2\nmax_turns = 99\n", ".lancet.toml").unwrap();
+        let p = project.untrusted_project(&defaults());
+        assert_eq!(p.layer.task.parallel, Some(2));
+        assert_eq!(p.layer.task.max_turns, None);
+        assert_eq!(p.ignored, ["task.max_turns"]);
+        let user = Layer::parse("[task]\nparallel = 1\nmax_turns = 200\n", "user").unwrap();
+        let beneath = defaults().merged(user);
+        let project =
+            Layer::parse("[task]\nparallel = 2\nmax_turns = 99\n", ".lancet.toml").unwrap();
+        let p = project.untrusted_project(&beneath);
+        assert_eq!(p.layer.task.parallel, None);
+        assert_eq!(p.layer.task.max_turns, Some(99));
+        assert_eq!(p.ignored, ["task.parallel"]);
+        assert_eq!(beneath.merged(p.layer).task.parallel, Some(1));
     }
 }

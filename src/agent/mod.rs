@@ -12,6 +12,8 @@
 //!   entered by `lancet sandbox` right before it becomes the command.
 //! - [`bench`](mod@bench): the benchmark (`lancet bench`): tasks, simulated models,
 //!   the runner and its summary, every job through [`run`](run::run).
+//! - [`task`]: sub-agents — the `task` tool, run by the loop: children
+//!   with a fresh context, run concurrently, their usage rolled up.
 //! - `words`: every word the agent writes for the model (system prompt,
 //!   tool descriptions and results, compaction notes), snapshot-tested.
 //!
@@ -35,6 +37,7 @@ pub(crate) mod recover;
 pub mod run;
 pub mod sandbox;
 pub mod session;
+pub mod task;
 pub mod tools;
 pub mod types;
 pub(crate) mod words;

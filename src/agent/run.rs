@@ -47,6 +47,7 @@ use super::guard::{LoopGuard, Looped};
 use super::provider::Provider;
 use super::recover;
 use super::session::{Entry, Session};
+use super::task;
 use super::tools::{EditAttempt, Refusal, ToolOutcome, Tools};
 use super::types::{Block, Message, ProviderError, Request, Role, StopReason, StreamEvent, Usage};
 use super::words;
@@ -145,6 +146,52 @@ pub enum Event {
         /// Completion tokens.
         output_tokens: u64,
     },
+    /// A sub-agent started ([`task`](super::task)).
+    TaskStart {
+        /// Its id (`task-1`), which its events carry.
+        agent: String,
+        /// The call's description.
+        description: String,
+    },
+    /// A sub-agent ended.
+    TaskEnd {
+        /// Its id.
+        agent: String,
+        /// How: an [`Ending`]'s name, or `provider_failed`.
+        ending: String,
+        /// Its model turns.
+        turns: u32,
+        /// Its prompt tokens (counted in the parent's usage too).
+        input_tokens: u64,
+        /// Its completion tokens (likewise).
+        output_tokens: u64,
+        /// Its transcript's file name, beside the parent's.
+        transcript: Option<String>,
+    },
+    /// Something a sub-agent did: its own event, with its id. In JSON, the
+    /// event's fields with `"agent": "task-1"` beside them.
+    #[serde(untagged, serialize_with = "agent_event")]
+    Agent {
+        /// The sub-agent's id.
+        agent: String,
+        /// Its event.
+        event: Box<Event>,
+    },
+}
+
+/// A sub-agent's event in JSON: the event's own fields, and `agent`.
+/// (Through a `Value`: a flattened `Event` inside `Event` would make serde
+/// instantiate serializers without end.)
+fn agent_event<S: serde::Serializer>(
+    agent: &str,
+    event: &Event,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    let mut value = serde_json::to_value(event).map_err(serde::ser::Error::custom)?;
+    if let Some(fields) = value.as_object_mut() {
+        fields.insert("agent".to_owned(), agent.into());
+    }
+    value.serialize(serializer)
 }
 
 /// Why a run ended (the provider failing is the `Err` of [`run`]).
@@ -430,41 +477,85 @@ pub async fn run_until(
         let mut results = Vec::new();
         let mut stop = None;
         let last = calls.len().saturating_sub(1);
-        for (k, (id, name, arguments)) in calls.into_iter().enumerate() {
-            on_event(Event::ToolCall {
-                name: name.clone(),
-                arguments: arguments.clone(),
-            });
-            // The call a cut-off reply ended in is not run (module docs).
-            let outcome = if cut && (k == last || !whole_object(&arguments)) {
-                tools.cut_off(&name, words::call_cut_off(&name, config.max_tokens))
-            } else {
-                tools.call(&name, &arguments).await
+        // The call a cut-off reply ended in is not run (module docs).
+        let refused = |k: usize, arguments: &str| cut && (k == last || !whole_object(arguments));
+        let tasks = tools.tasks().is_some();
+        let mut k = 0;
+        while k < calls.len() {
+            // Consecutive task calls run at once (`task`); every other
+            // call runs alone, in order.
+            let is_task = |j: usize| {
+                let (_, name, arguments): &(String, String, String) = &calls[j];
+                tasks && name == task::NAME && !refused(j, arguments)
             };
-            changed |= outcome.edit.is_some();
-            shown(on_event, &name, &outcome);
-            if outcome.refusal == Some(Refusal::NoTerminal) {
-                stop = Some(Ending::NoTerminal);
-            } else if outcome.is_error && repeated(&mut failures, &name, &arguments) {
-                stop = stop.or(Some(Ending::Repeating));
-            }
-            results.push(if native {
-                Block::ToolResult {
-                    id,
-                    content: outcome.content,
-                    is_error: outcome.is_error,
+            let mut end = k + 1;
+            let outcomes: Vec<ToolOutcome> = if is_task(k) {
+                while end < calls.len() && is_task(end) {
+                    end += 1;
                 }
+                for (_, name, arguments) in &calls[k..end] {
+                    on_event(Event::ToolCall {
+                        name: name.clone(),
+                        arguments: arguments.clone(),
+                    });
+                }
+                let arguments: Vec<String> = calls[k..end].iter().map(|c| c.2.clone()).collect();
+                let done = task::run_tasks(
+                    provider,
+                    tools,
+                    session.as_deref_mut(),
+                    config,
+                    &arguments,
+                    on_event,
+                )
+                .await;
+                done.into_iter()
+                    .map(|d| {
+                        usage.input_tokens += d.usage.input_tokens;
+                        usage.output_tokens += d.usage.output_tokens;
+                        changed |= d.edited;
+                        d.outcome
+                    })
+                    .collect()
             } else {
-                // No native call to answer: the result travels as text.
-                Block::Text {
-                    text: words::text_call_result(
-                        &name,
-                        &arguments,
-                        &outcome.content,
-                        outcome.is_error,
-                    ),
+                let (_, name, arguments) = &calls[k];
+                on_event(Event::ToolCall {
+                    name: name.clone(),
+                    arguments: arguments.clone(),
+                });
+                vec![if refused(k, arguments) {
+                    tools.cut_off(name, words::call_cut_off(name, config.max_tokens))
+                } else {
+                    tools.call(name, arguments).await
+                }]
+            };
+            for ((id, name, arguments), outcome) in calls[k..end].iter().zip(outcomes) {
+                changed |= outcome.edit.is_some();
+                shown(on_event, name, &outcome);
+                if outcome.refusal == Some(Refusal::NoTerminal) {
+                    stop = Some(Ending::NoTerminal);
+                } else if outcome.is_error && repeated(&mut failures, name, arguments) {
+                    stop = stop.or(Some(Ending::Repeating));
                 }
-            });
+                results.push(if native {
+                    Block::ToolResult {
+                        id: id.clone(),
+                        content: outcome.content,
+                        is_error: outcome.is_error,
+                    }
+                } else {
+                    // No native call to answer: the result travels as text.
+                    Block::Text {
+                        text: words::text_call_result(
+                            name,
+                            arguments,
+                            &outcome.content,
+                            outcome.is_error,
+                        ),
+                    }
+                });
+            }
+            k = end;
         }
         let message = Message {
             role: Role::User,
@@ -627,6 +718,30 @@ mod tests {
         let text = system_prompt("<the format's instructions>", true, None);
         assert!(text.contains("write the edit in your reply"));
         assert!(!text.contains("AGENTS.md"));
+    }
+
+    /// Issue 14: a sub-agent's events carry its id beside their own fields.
+    #[test]
+    fn a_sub_agents_event_carries_its_id() {
+        let e = Event::Agent {
+            agent: "task-1".to_owned(),
+            event: Box::new(Event::ToolCall {
+                name: "grep".to_owned(),
+                arguments: "{}".to_owned(),
+            }),
+        };
+        assert_eq!(
+            serde_json::to_value(&e).unwrap(),
+            serde_json::json!({"event": "tool_call", "agent": "task-1", "name": "grep", "arguments": "{}"})
+        );
+        let e = Event::TaskStart {
+            agent: "task-1".to_owned(),
+            description: "find".to_owned(),
+        };
+        assert_eq!(
+            serde_json::to_value(&e).unwrap(),
+            serde_json::json!({"event": "task_start", "agent": "task-1", "description": "find"})
+        );
     }
 
     #[test]

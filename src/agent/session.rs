@@ -10,6 +10,12 @@
 //! ([`Workspace::state_dir`]): `.lancet/` and `.lancet/sessions/` must be
 //! real directories inside the root (mode 0700; a symlink there is refused,
 //! never followed) and each transcript is created exclusively, mode 0600.
+//!
+//! A sub-agent's conversation (the `task` tool) is a transcript of its own
+//! beside its parent's, `<parent id>.<agent>.jsonl` ([`Session::child`]);
+//! the parent's records an [`Entry::Task`] link to it. A child's name has a
+//! dot in its stem, a parent's never does, so `--resume` never picks a
+//! child, and replaying a parent skips the links.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
@@ -55,6 +61,23 @@ pub enum Entry {
         #[serde(default)]
         messages: Vec<Message>,
     },
+    /// A sub-agent ran (the `task` tool): where its transcript is and how
+    /// it ended. Not part of the conversation (the call's result is).
+    Task {
+        /// Its id (`task-1`).
+        agent: String,
+        /// The call's description.
+        description: String,
+        /// Its transcript's file name, beside this one (none when it could
+        /// not be written).
+        transcript: Option<String>,
+        /// How it ended (`answered`, `max_turns`, …, `provider_failed`).
+        ending: String,
+        /// Its model turns.
+        turns: u32,
+        /// Its tokens (already counted in the parent's).
+        usage: Usage,
+    },
 }
 
 /// An open transcript.
@@ -63,6 +86,9 @@ pub struct Session {
     id: String,
     path: PathBuf,
     file: File,
+    /// The directory it is in, when opened through the workspace (children
+    /// are created there).
+    dir: Option<StateDir>,
 }
 
 /// The root's `.lancet/sessions/`, made when missing, refused when it is not
@@ -120,7 +146,12 @@ impl Session {
         let name = format!("{id}.jsonl");
         let file = dir.create_file(&name).map_err(into_io)?;
         let path = dir.path().join(name);
-        Ok(Session { id, path, file })
+        Ok(Session {
+            id,
+            path,
+            file,
+            dir: Some(dir),
+        })
     }
 
     /// Reopens the latest transcript of `root` for appending, with its messages
@@ -132,7 +163,11 @@ impl Session {
             .files()
             .map_err(into_io)?
             .into_iter()
-            .filter(|n| n.ends_with(".jsonl"))
+            // A sub-agent's transcript (a dot in its stem) is not a session.
+            .filter(|n| {
+                n.strip_suffix(".jsonl")
+                    .is_some_and(|stem| !stem.contains('.'))
+            })
             .collect();
         names.sort();
         let Some(name) = names.pop() else {
@@ -142,7 +177,15 @@ impl Session {
         let messages = replay(&dir, &name)?;
         let id = name.trim_end_matches(".jsonl").to_owned();
         let file = dir.append_file(&name).map_err(into_io)?;
-        Ok(Some((Session { id, path, file }, messages)))
+        Ok(Some((
+            Session {
+                id,
+                path,
+                file,
+                dir: Some(dir),
+            },
+            messages,
+        )))
     }
 
     /// The conversation this transcript holds now, as [`Session::resume_last`]
@@ -165,7 +208,51 @@ impl Session {
             .split_once(".jsonl")
             .map_or(name.as_str(), |(stem, _)| stem)
             .to_owned();
-        Session { id, path, file }
+        Session {
+            id,
+            path,
+            file,
+            dir: None,
+        }
+    }
+
+    /// A new transcript for the sub-agent `agent` beside this one:
+    /// `<id>.<agent>.jsonl` (`<id>.<agent>-2.jsonl`, … when a resumed
+    /// session's earlier run used the name), created exclusively — through
+    /// the workspace's state directory when this one was opened there.
+    pub fn child(&self, agent: &str) -> io::Result<Session> {
+        for k in 1..100 {
+            let stem = if k == 1 {
+                format!("{}.{agent}", self.id)
+            } else {
+                format!("{}.{agent}-{k}", self.id)
+            };
+            let name = format!("{stem}.jsonl");
+            let made = match &self.dir {
+                Some(dir) => dir.create_file(&name).map_err(into_io),
+                None => {
+                    let at = self.path.with_file_name(&name);
+                    let mut options = File::options();
+                    options.write(true).create_new(true);
+                    #[cfg(unix)]
+                    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+                    options.open(at)
+                }
+            };
+            match made {
+                Ok(file) => {
+                    return Ok(Session {
+                        id: stem,
+                        path: self.path.with_file_name(&name),
+                        file,
+                        dir: None,
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Err(io::Error::from(io::ErrorKind::AlreadyExists))
     }
 
     /// The session's id.
@@ -260,5 +347,51 @@ mod tests {
         assert_eq!(messages, [Message::user("task")]);
         // The open transcript reads back the same (a session after Ctrl-C).
         assert_eq!(s.messages(dir.path()).unwrap(), [Message::user("task")]);
+    }
+
+    /// Issue 14: a child's transcript sits beside its parent's, the parent
+    /// links it, and resuming reads the parent (never the child), the link
+    /// skipped.
+    #[test]
+    fn a_child_transcript_is_linked_and_never_resumed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut parent = Session::create(dir.path(), 7).unwrap();
+        parent
+            .record(&Entry::Message {
+                message: Message::user("task"),
+            })
+            .unwrap();
+        let mut child = parent.child("task-1").unwrap();
+        assert_eq!(child.id(), format!("{}.task-1", parent.id()));
+        assert_eq!(child.path().parent(), parent.path().parent());
+        child
+            .record(&Entry::Message {
+                message: Message::user("find it"),
+            })
+            .unwrap();
+        // The name is taken: the next child of that id gets another.
+        let again = parent.child("task-1").unwrap();
+        assert_eq!(again.id(), format!("{}.task-1-2", parent.id()));
+        parent
+            .record(&Entry::Task {
+                agent: "task-1".into(),
+                description: "find".into(),
+                transcript: Some(format!("{}.jsonl", child.id())),
+                ending: "answered".into(),
+                turns: 1,
+                usage: Usage {
+                    input_tokens: 1,
+                    output_tokens: 2,
+                },
+            })
+            .unwrap();
+        let (resumed, messages) = Session::resume_last(dir.path()).unwrap().unwrap();
+        assert_eq!(resumed.id(), parent.id());
+        assert_eq!(messages, [Message::user("task")]);
+        // A transcript opened from a file (the benchmark's) has children too.
+        let path = dir.path().join("job.jsonl");
+        let file = File::create(&path).unwrap();
+        let job = Session::from_file(path, file);
+        assert_eq!(job.child("task-1").unwrap().id(), "job.task-1");
     }
 }

@@ -3025,3 +3025,239 @@ pub mod session {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+/// Sub-agents (the `task` tool): its description and schema, the note a
+/// child's system prompt ends with, what a child's call comes back as, the
+/// refusals, and the lines a person sees for a child's activity.
+pub(crate) mod task {
+    use super::*;
+
+    /// The tools a child gets when the call names none: read-only ones.
+    pub(crate) const DEFAULT_TOOLS: [&str; 4] = ["read", "grep", "glob", "list"];
+
+    /// The `task` tool: its description and argument schema. `max_turns`
+    /// and `parallel` are the configured limits; `tools` the tools a child
+    /// may be given (the caller's own, without `task`).
+    pub(crate) fn spec(max_turns: u32, parallel: usize, tools: &[&str]) -> ToolSpec {
+        let tools: Vec<&str> = tools.iter().copied().filter(|t| *t != "task").collect();
+        ToolSpec {
+            name: "task".to_owned(),
+            description: format!(
+                "Delegate a self-contained side task (a search, an investigation, a focused change) to a sub-agent. It starts with a fresh context: the same instructions and project notes you have, and your `prompt` as its only message — it does not see this conversation, so say everything it needs (files, names, what to return). It works with its own tools and returns only its final answer, which comes back as this call's result; your context stays small. Several task calls in one reply run at the same time (up to {parallel} at once), so delegate independent searches together. Its tools: {} by default (read-only); name others in `tools` if it must change files (only tools you have). It may take at most {max_turns} turns.",
+                DEFAULT_TOOLS.join(", ")
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "description": {"type": "string", "description": "A short title for the task (3-8 words), shown to the user."},
+                    "prompt": {"type": "string", "description": "The whole task for the sub-agent: what to do, where to look, and what its answer must contain."},
+                    "tools": {"type": "array", "items": {"type": "string", "enum": tools}, "description": format!("The tools it may use (default: {}).", DEFAULT_TOOLS.join(", "))},
+                    "max_turns": {"type": "integer", "minimum": 1, "maximum": max_turns, "description": format!("Its turn limit (at most {max_turns}, the default).")},
+                },
+                "required": ["description", "prompt"],
+            }),
+        }
+    }
+
+    /// What a child's system prompt ends with.
+    pub(crate) fn child_note(agent: &str) -> String {
+        format!(
+            "\n\n# You are a sub-agent ({agent})\n\nAnother agent delegated the task in the user message to you; it sees only your final answer. Do the task with your tools, then answer once, concisely: the findings it asked for, with exact paths, line numbers and names. Do not ask questions: nobody can answer them.\n"
+        )
+    }
+
+    /// The line that introduces a child's question to the person.
+    pub(crate) fn asked_by(agent: &str, description: &str) -> String {
+        format!(
+            "[asked by sub-agent {agent}: {}]",
+            for_terminal(description, Layout::Line)
+        )
+    }
+
+    /// A call whose arguments are not the tool's: what is wrong.
+    pub(crate) fn bad_arguments(problem: &str) -> String {
+        format!(
+            "The task call's arguments are not valid ({problem}). It takes `description` and `prompt` (strings), optionally `tools` (a list of tool names) and `max_turns` (a number). No sub-agent was started."
+        )
+    }
+
+    /// A call naming tools the caller cannot give.
+    pub(crate) fn bad_tools(unknown: &[String], allowed: &[&str]) -> String {
+        let unknown: Vec<String> = unknown.iter().map(|t| format!("`{}`", arg(t))).collect();
+        format!(
+            "A sub-agent cannot be given {}: it may only have tools you have, and never `task`. Choose from: {}. No sub-agent was started.",
+            unknown.join(", "),
+            allowed.join(", ")
+        )
+    }
+
+    /// An edit refused because another sub-agent is editing the file.
+    pub(crate) fn locked(path: &str, other: &str) -> String {
+        format!(
+            "Edit refused: `{path}` is being edited by another sub-agent ({other}) running at the same time; it holds the file until it finishes. Nothing was written. Leave this file to it, or report what you would change in your answer."
+        )
+    }
+
+    /// A long answer cut in the middle: what was kept around the cut.
+    pub(crate) fn cut(head: &str, cut_bytes: usize, tail: &str) -> String {
+        format!("{head}\n[… {cut_bytes} bytes of the sub-agent's answer cut here …]\n{tail}")
+    }
+
+    /// A child that answered: its answer (or a note when it was empty).
+    pub(crate) fn answered(answer: &str) -> String {
+        if answer.trim().is_empty() {
+            "(The sub-agent finished without writing an answer.)".to_owned()
+        } else {
+            answer.to_owned()
+        }
+    }
+
+    /// What a child wrote last, after the reason it stopped.
+    fn with_said(why: String, said: &str) -> String {
+        if said.trim().is_empty() {
+            format!("{why} It had written nothing yet.")
+        } else {
+            format!("{why} What it had written last:\n\n{}", said.trim_end())
+        }
+    }
+
+    /// A child stopped at its turn limit.
+    pub(crate) fn turn_limit(turns: u32, said: &str) -> String {
+        with_said(
+            format!(
+                "The sub-agent stopped at its turn limit ({turns} turn{}) without finishing.",
+                if turns == 1 { "" } else { "s" }
+            ),
+            said,
+        )
+    }
+
+    /// A child whose reply the repetition guard stopped, or that repeated
+    /// the same failing call.
+    pub(crate) fn looping(said: &str) -> String {
+        with_said(
+            "The sub-agent was stopped: it was repeating itself.".to_owned(),
+            said,
+        )
+    }
+
+    /// A child whose last reply was cut off at `max_tokens`.
+    pub(crate) fn truncated(said: &str) -> String {
+        with_said(
+            "The sub-agent's last reply was cut off at the token limit, before it answered."
+                .to_owned(),
+            said,
+        )
+    }
+
+    /// A child that needed a confirmation nobody could give.
+    pub(crate) fn no_terminal(said: &str) -> String {
+        with_said(
+            "The sub-agent stopped: a call it made needed the user's confirmation and there is no terminal to ask on.".to_owned(),
+            said,
+        )
+    }
+
+    /// A child asked to stop.
+    pub(crate) fn stopped(said: &str) -> String {
+        with_said("The sub-agent was stopped.".to_owned(), said)
+    }
+
+    /// A child whose model requests failed.
+    pub(crate) fn provider_failed(error: &str, said: &str) -> String {
+        with_said(
+            format!("The sub-agent stopped: its model request failed ({error})."),
+            said,
+        )
+    }
+
+    // -- for the person -------------------------------------------------
+
+    /// A child started (`lancet run`, the session).
+    pub fn started_line(agent: &str, description: &str) -> String {
+        format!(
+            "▸ {agent} started: {}",
+            for_terminal(description, Layout::Line)
+        )
+    }
+
+    /// One tool call of a child, on one line.
+    pub fn call_line(agent: &str, name: &str, arguments: &str) -> String {
+        let mut args: String = arguments.chars().take(80).collect();
+        if args.len() < arguments.len() {
+            args.push('…');
+        }
+        format!(
+            "  {agent} → {} {}",
+            for_terminal(name, Layout::Line),
+            for_terminal(&args, Layout::Line)
+        )
+    }
+
+    /// A child finished: how, in how many turns, at what cost in tokens.
+    pub fn ended_line(agent: &str, ending: &str, turns: u32, tokens: (u64, u64)) -> String {
+        format!(
+            "◂ {agent} {ending} — {turns} turn{}, {} tokens in, {} out",
+            if turns == 1 { "" } else { "s" },
+            tokens.0,
+            tokens.1
+        )
+    }
+
+    #[cfg(test)]
+    mod task_tests {
+        use super::*;
+
+        #[test]
+        fn task_words() {
+            let spec = spec(
+                25,
+                4,
+                &["read", "write", "edit", "bash", "grep", "glob", "list"],
+            );
+            let mut out = format!(
+                "=== spec ===\n{}\n{}\n\n",
+                spec.description,
+                serde_json::to_string_pretty(&spec.parameters).unwrap_or_default()
+            );
+            for (title, text) in [
+                ("child note", child_note("task-1")),
+                ("asked by", asked_by("task-2", "find the\x1b[31m parser")),
+                ("bad arguments", bad_arguments("missing field `prompt`")),
+                (
+                    "bad tools",
+                    bad_tools(&["task".to_owned(), "frob".to_owned()], &["read", "grep"]),
+                ),
+                ("locked", locked("src/a.rs", "task-1")),
+                ("cut", cut("first part", 12_345, "last part")),
+                ("answered", answered("`parse` is in src/parse.rs:12.")),
+                ("answered empty", answered("  \n")),
+                ("turn limit", turn_limit(3, "I looked at src/ so far.")),
+                ("turn limit, nothing", turn_limit(1, "")),
+                ("looping", looping("again again")),
+                ("truncated", truncated("")),
+                ("no terminal", no_terminal("")),
+                ("stopped", stopped("")),
+                ("provider failed", provider_failed("server error 500", "")),
+                ("started", started_line("task-1", "find the parser")),
+                (
+                    "call",
+                    call_line(
+                        "task-1",
+                        "grep",
+                        &format!("{{\"pattern\": \"{}\"}}", "x".repeat(100)),
+                    ),
+                ),
+                ("ended", ended_line("task-1", "answered", 2, (20, 10))),
+                (
+                    "ended one turn",
+                    ended_line("task-2", "max_turns", 1, (10, 5)),
+                ),
+            ] {
+                let _ = write!(out, "=== {title} ===\n{text}\n\n");
+            }
+            insta::assert_snapshot!(out);
+        }
+    }
+}

@@ -32,6 +32,16 @@
 //!   ([`LlmServer::max_in_flight`]), and [`Scripted::late`] holds a
 //!   response back so that requests overlap.
 //!
+//! - For concurrent conversations (sub-agents): [`LlmServer::start_routed`]
+//!   gives each conversation its own script, chosen by a key its first
+//!   user message contains (requests that match no key take the main
+//!   script), and [`Scripted::together`] is a rendezvous: its responses are
+//!   held back in groups of `n` until the group's last request arrives — so
+//!   a test proves requests overlap by what the server counted
+//!   ([`LlmServer::max_in_flight`]), not by timing (a client that sends
+//!   them one after another lets the hold run out, bounded, and the count
+//!   shows it), and can order steps of concurrent conversations.
+//!
 //! Not supported, because no client under test sends it: chunked request
 //! bodies, `Expect: 100-continue`, keep-alive, TLS.
 
@@ -52,6 +62,9 @@ use serde_json::{Value, json};
 /// The usage the `*_text` / `*_tool_call` / `*_turn` helpers report:
 /// (prompt / input tokens, completion / output tokens).
 pub(crate) const HELPER_USAGE: (u64, u64) = (10, 5);
+
+/// The longest a [`Scripted::Together`] response waits for the others.
+pub(crate) const TOGETHER_MAX: Duration = Duration::from_secs(5);
 
 /// How long a connection may sit idle (reading the request, or writing to a
 /// client that does not read) before the server gives up on it.
@@ -112,6 +125,16 @@ pub(crate) enum Scripted {
     Silent {
         /// How long the silence lasts.
         hold: Duration,
+    },
+    /// A rendezvous: the requests answered by `Together` responses are
+    /// taken in groups of `n`, in arrival order; each is held until its
+    /// group's last one has arrived (at most [`TOGETHER_MAX`], cut short
+    /// when the server stops), then answered with `then`.
+    Together {
+        /// How many requests must be in flight.
+        n: usize,
+        /// The response.
+        then: Box<Scripted>,
     },
     /// Nothing for `hold` (cut short when the server stops), then `then`.
     Late {
@@ -396,6 +419,14 @@ impl Scripted {
         Scripted::anthropic_turn("", &[(id, name, input_json)])
     }
 
+    /// This response held until `n` requests meet (see [`Scripted::Together`]).
+    pub(crate) fn together(self, n: usize) -> Scripted {
+        Scripted::Together {
+            n,
+            then: Box::new(self),
+        }
+    }
+
     /// A plain response: `status` and `body`, no extra headers.
     pub(crate) fn status(status: u16, body: impl Into<String>) -> Scripted {
         Scripted::Raw {
@@ -533,6 +564,8 @@ pub(crate) struct RecordedRequest {
     pub(crate) raw_body: String,
     /// When the request had been read.
     pub(crate) at: Instant,
+    /// The text of the conversation's first user message (what routes it).
+    pub(crate) first_user: String,
 }
 
 impl RecordedRequest {
@@ -549,11 +582,15 @@ impl RecordedRequest {
 #[derive(Debug, Default)]
 struct Shared {
     script: Mutex<VecDeque<Scripted>>,
+    /// Per-conversation scripts: a key the first user message contains.
+    routes: Mutex<Vec<(String, VecDeque<Scripted>)>>,
     requests: Mutex<Vec<RecordedRequest>>,
     workers: Mutex<Vec<JoinHandle<()>>>,
     stop: AtomicBool,
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
+    /// Requests that reached a [`Scripted::Together`] so far.
+    met: AtomicUsize,
 }
 
 /// One request in flight, counted for as long as it lives.
@@ -602,6 +639,21 @@ impl LlmServer {
             shared,
             accept: Some(accept),
         }
+    }
+
+    /// Like [`LlmServer::start`], with a script per conversation: a request
+    /// whose first user message contains a route's key is answered from that
+    /// route's script (the first key that matches), any other from `script`.
+    pub(crate) fn start_routed(
+        script: Vec<Scripted>,
+        routes: Vec<(&str, Vec<Scripted>)>,
+    ) -> LlmServer {
+        let server = LlmServer::start(script);
+        *server.shared.routes.lock().unwrap() = routes
+            .into_iter()
+            .map(|(key, s)| (key.to_owned(), s.into()))
+            .collect();
+        server
     }
 
     /// `http://127.0.0.1:PORT`: the base URL for Anthropic.
@@ -704,15 +756,25 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     // the n-th record paired with the n-th response.
     let response = {
         let mut requests = shared.requests.lock().unwrap();
+        let body: Value = serde_json::from_str(&raw_body).unwrap_or(Value::Null);
+        let first_user = first_user_text(&body);
         requests.push(RecordedRequest {
             method,
             path,
             headers,
-            body: serde_json::from_str(&raw_body).unwrap_or(Value::Null),
+            body,
             raw_body,
             at: Instant::now(),
+            first_user: first_user.clone(),
         });
-        shared.script.lock().unwrap().pop_front()
+        let mut routes = shared.routes.lock().unwrap();
+        match routes
+            .iter_mut()
+            .find(|(key, _)| first_user.contains(key.as_str()))
+        {
+            Some((_, script)) => script.pop_front(),
+            None => shared.script.lock().unwrap().pop_front(),
+        }
     };
     let response = response.unwrap_or_else(|| {
         Scripted::status(
@@ -726,6 +788,18 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     let response = match response {
         Scripted::Late { hold, then } => {
             pause(hold, &stopped);
+            *then
+        }
+        Scripted::Together { n, then } => {
+            let n = n.max(1);
+            let group_end = (shared.met.fetch_add(1, Ordering::SeqCst) / n + 1) * n;
+            let until = Instant::now() + TOGETHER_MAX;
+            while shared.met.load(Ordering::SeqCst) < group_end
+                && Instant::now() < until
+                && !stopped()
+            {
+                std::thread::sleep(Duration::from_millis(2));
+            }
             *then
         }
         other => other,
@@ -801,10 +875,30 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             }
         }
         Scripted::Silent { hold } => pause(hold, &stopped),
-        // Unwrapped above; a late response inside a late one is not held twice.
-        Scripted::Late { .. } => {}
+        // Unwrapped above; a held response inside a held one is not held twice.
+        Scripted::Late { .. } | Scripted::Together { .. } => {}
     }
     out.shutdown(Shutdown::Both)
+}
+
+/// The text of the first user message of a request body, in either wire
+/// format (a string, or text blocks); empty when there is none.
+fn first_user_text(body: &Value) -> String {
+    let Some(message) = body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["role"] == "user"))
+    else {
+        return String::new();
+    };
+    match &message["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
 }
 
 /// Sleeps for `length`, in small steps so that a stopping server is not held up.

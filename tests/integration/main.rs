@@ -13,6 +13,8 @@ mod agent_provider;
 #[cfg(feature = "agent")]
 mod agent_run;
 #[cfg(feature = "agent")]
+mod agent_task;
+#[cfg(feature = "agent")]
 mod bench;
 #[cfg(feature = "agent")]
 mod bench_limits;

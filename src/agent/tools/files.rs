@@ -145,6 +145,9 @@ impl Tools {
             Ok(abs) => abs,
             Err(e) => return ToolOutcome::error(words::path_error(&a.path, &e)),
         };
+        if let Err(o) = self.claim(std::slice::from_ref(&a.path)) {
+            return *o;
+        }
         // Only whether something is there: a file is never read to find out.
         match std::fs::symlink_metadata(&abs) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -257,6 +260,10 @@ impl Tools {
         }
         if !unread.is_empty() {
             return ToolOutcome::error(words::not_read(&unread));
+        }
+        // Another sub-agent editing one of the files: refused, naming it.
+        if let Err(o) = self.claim(&paths) {
+            return *o;
         }
         let planned = crate::plan(&self.ws, patch, &opts);
         let report = planned.report();

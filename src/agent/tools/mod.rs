@@ -16,7 +16,10 @@
 //! groups, output capture, kill) and `reap` finds and ends every process a
 //! command started; `open` opens files for every tool (regular files only,
 //! never blocking, bounded); `args` types the arguments leniently; `types`
-//! holds the plain data the words module phrases. A new tool is one
+//! holds the plain data the words module phrases; `agents` holds what the
+//! agents of one run share (sub-agents' tools are made by [`Tools::child`]:
+//! the same workspace, permissions and prompter, their own read records,
+//! a lock on each file they edit). A new tool is one
 //! function in one of those files, one line of dispatch here, and its words.
 //!
 //! Owns: the tools' arguments and what they do. Does not own: the words the
@@ -34,6 +37,7 @@ use super::words;
 use crate::workspace::{Workspace, WorkspaceError};
 use crate::{Document, ParseError, feedback};
 
+mod agents;
 mod args;
 mod files;
 mod open;
@@ -65,6 +69,13 @@ pub struct Tools {
     prompter: Box<dyn Prompter>,
     /// By absolute path, so `./a.rs` and `a.rs` are one file.
     read: HashMap<PathBuf, Record>,
+    /// What the agents of this run share (a child's tools hold the same).
+    shared: agents::Shared,
+    /// The files this agent edits, held against the other agents.
+    claims: agents::Claims,
+    /// A sub-agent's tools: its id and the tools it may call (`None`: the
+    /// top-level agent, every tool).
+    child: Option<(String, Vec<String>)>,
 }
 
 impl std::fmt::Debug for Tools {
@@ -87,13 +98,80 @@ impl Tools {
         permissions: Permissions,
         prompter: Box<dyn Prompter>,
     ) -> Tools {
+        let shared = agents::Shared::default();
         Tools {
             permissions: permissions.rooted(ws.root()),
             ws,
             config,
             prompter,
             read: HashMap::new(),
+            claims: shared.claims(None),
+            shared,
+            child: None,
         }
+    }
+
+    /// The tools of a sub-agent `agent` (`task-1`): the same workspace,
+    /// configuration, permissions (so the same mode) and prompter, whose
+    /// questions it asks one at a time with the others', each introduced by
+    /// `who`; no read records; only the tools named in `names` (the caller
+    /// checks they are this agent's own, and leaves out `task`). Its edits
+    /// hold their files against the other agents until it is dropped.
+    pub fn child(&mut self, agent: &str, who: String, names: Vec<String>) -> Tools {
+        let inner = match &self.shared.prompter {
+            Some(p) => std::sync::Arc::clone(p),
+            None => {
+                let own =
+                    std::mem::replace(&mut self.prompter, Box::new(super::permissions::NoTerminal));
+                let p: agents::SharedPrompter = std::sync::Arc::new(std::sync::Mutex::new(own));
+                self.prompter = Box::new(agents::Asker {
+                    inner: std::sync::Arc::clone(&p),
+                    who: None,
+                });
+                self.shared.prompter = Some(std::sync::Arc::clone(&p));
+                p
+            }
+        };
+        Tools {
+            ws: self.ws.clone(),
+            config: self.config.clone(),
+            permissions: self.permissions.clone(),
+            prompter: Box::new(agents::Asker {
+                inner,
+                who: Some(who),
+            }),
+            read: HashMap::new(),
+            claims: self.shared.claims(Some(agent.to_owned())),
+            shared: self.shared.clone(),
+            child: Some((agent.to_owned(), names)),
+        }
+    }
+
+    /// The next sub-agent's id (`task-1`, `task-2`, … over the session).
+    pub fn next_task(&self) -> String {
+        self.shared.next_task()
+    }
+
+    /// The sub-agents' limits when these tools offer the `task` tool (the
+    /// configuration enables it and this is not a sub-agent), else `None`.
+    pub fn tasks(&self) -> Option<crate::agent::task::TaskConfig> {
+        self.config.task.filter(|_| self.child.is_none())
+    }
+
+    /// Takes the files an edit writes for this agent, or refuses the edit
+    /// naming the sub-agent that is editing one of them (only sub-agents
+    /// run beside each other; the top-level agent takes nothing).
+    fn claim(&self, paths: &[String]) -> Result<(), Box<ToolOutcome>> {
+        let abs: Vec<PathBuf> = paths
+            .iter()
+            .filter_map(|p| self.ws.resolve(p).ok())
+            .collect();
+        self.claims.claim(&abs).map_err(|(path, other)| {
+            Box::new(ToolOutcome::error(words::task::locked(
+                &self.rel(&path),
+                &other,
+            )))
+        })
     }
 
     /// The workspace.
@@ -120,19 +198,34 @@ impl Tools {
         self.read.clear();
     }
 
-    /// The tools the model may call: all seven, without `edit` in text mode.
+    /// The tools the model may call: all seven, without `edit` in text
+    /// mode, and `task` when [`Tools::tasks`] says so; a sub-agent's, only
+    /// those it was given.
     pub fn specs(&self) -> Vec<ToolSpec> {
         let c = &self.config;
-        Tool::ALL
+        let mut specs: Vec<ToolSpec> = Tool::ALL
             .into_iter()
             .filter(|t| !(c.text_mode && *t == Tool::Edit))
             .map(|t| words::spec(t, c))
-            .collect()
+            .collect();
+        if let Some(tasks) = self.tasks() {
+            let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+            specs.push(words::task::spec(tasks.max_turns, tasks.parallel, &names));
+        }
+        if let Some((_, names)) = &self.child {
+            specs.retain(|s| names.contains(&s.name));
+        }
+        specs
     }
 
     /// Runs one tool call. `arguments` is the JSON text the model wrote.
+    /// (`task` calls are the loop's: here `task` is an unknown tool.)
     pub async fn call(&mut self, name: &str, arguments: &str) -> ToolOutcome {
-        let tool = match Tool::from_name(name) {
+        let given = self
+            .child
+            .as_ref()
+            .is_none_or(|(_, names)| names.iter().any(|n| n == name));
+        let tool = match Tool::from_name(name).filter(|_| given) {
             Some(Tool::Edit) if self.config.text_mode => {
                 return ToolOutcome::error(words::no_edit_tool(self.config.format));
             }
@@ -479,6 +572,83 @@ mod tests {
         .await;
         assert_eq!(o.refusal, Some(Refusal::Declined));
         assert_eq!(get(&dir, "a.txt"), "b\n");
+    }
+
+    /// Issue 14: a sub-agent's tools are the ones it was given (never
+    /// `task`), and its questions go through the parent's prompter, one at
+    /// a time, naming it.
+    #[tokio::test]
+    async fn a_childs_tools_and_questions() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(dir.path()).unwrap();
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let config = ToolsConfig {
+            task: Some(crate::agent::task::TaskConfig::default()),
+            ..ToolsConfig::default()
+        };
+        let mut t = Tools::new(
+            ws,
+            config,
+            Permissions::new(Mode::Ask),
+            Box::new(Always(Answer::Yes, asked.clone())),
+        );
+        put(&dir, "a.txt", "a\n");
+        assert!(t.specs().iter().any(|s| s.name == "task"));
+        let mut child = t.child(
+            "task-1",
+            words::task::asked_by("task-1", "fix a"),
+            vec!["read".to_owned(), "edit".to_owned()],
+        );
+        let names: Vec<String> = child.specs().into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["read", "edit"]);
+        assert!(child.tasks().is_none());
+        let o = call(&mut child, "bash", json!({"command": "ls"})).await;
+        assert!(
+            o.is_error && o.content.contains("There is no tool `bash`"),
+            "{}",
+            o.content
+        );
+        // Its own read records: the parent's read does not count for it.
+        call(&mut t, "read", json!({"path": "a.txt"})).await;
+        let edit = json!({"path": "a.txt", "old_string": "a", "new_string": "b"});
+        let o = call(&mut child, "edit", edit.clone()).await;
+        assert!(
+            o.is_error && o.content.contains("not read"),
+            "{}",
+            o.content
+        );
+        call(&mut child, "read", json!({"path": "a.txt"})).await;
+        let o = call(&mut child, "edit", edit).await;
+        assert!(!o.is_error, "{}", o.content);
+        let q = asked.lock().unwrap().clone();
+        assert_eq!(q.len(), 1);
+        assert!(
+            q[0].starts_with("edit a.txt\n[asked by sub-agent task-1: fix a]\n"),
+            "{q:?}"
+        );
+        // The parent still asks through the same prompter, unnamed.
+        let o = call(
+            &mut t,
+            "edit",
+            json!({"path": "a.txt", "old_string": "a", "new_string": "c"}),
+        )
+        .await;
+        assert!(o.is_error, "{}", o.content);
+        put(&dir, "b.txt", "b\n");
+        call(&mut t, "read", json!({"path": "b.txt"})).await;
+        let o = call(
+            &mut t,
+            "edit",
+            json!({"path": "b.txt", "old_string": "b", "new_string": "c"}),
+        )
+        .await;
+        assert!(!o.is_error, "{}", o.content);
+        let q = asked.lock().unwrap().clone();
+        assert!(
+            q[1].starts_with("edit b.txt\n-b") || q[1].starts_with("edit b.txt\n"),
+            "{q:?}"
+        );
+        assert!(!q[1].contains("asked by"), "{q:?}");
     }
 
     #[tokio::test]

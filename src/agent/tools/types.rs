@@ -53,6 +53,8 @@ pub struct ToolsConfig {
     pub read_lines: usize,
     /// The OS sandbox `bash` commands run in (`None`: none).
     pub sandbox: Option<crate::agent::sandbox::Sandbox>,
+    /// The `task` tool's limits (`None`: no `task` tool, as in the benchmark).
+    pub task: Option<crate::agent::task::TaskConfig>,
 }
 
 impl Default for ToolsConfig {
@@ -66,6 +68,7 @@ impl Default for ToolsConfig {
             max_output: 30_000,
             read_lines: 2000,
             sandbox: None,
+            task: None,
         }
     }
 }

@@ -24,6 +24,7 @@ use lancet::agent::provider::{Provider, ProviderConfig, Wire};
 use lancet::agent::run::{self, Ending, Event, RunConfig};
 use lancet::agent::sandbox::{self, SandboxMode};
 use lancet::agent::session::{Entry, Session};
+use lancet::agent::task::{self, TaskConfig};
 use lancet::agent::tools::{Tools, ToolsConfig};
 use lancet::agent::types::Message;
 
@@ -459,6 +460,19 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Error> {
     let jail =
         crate::sandbox::for_run(ws.root(), s.sandbox, s.sandbox_network, &s.sandbox_writable);
     tc.sandbox = jail.sandbox;
+    tc.task = Some(TaskConfig {
+        parallel: s
+            .layer
+            .task
+            .parallel
+            .map_or(task::DEFAULT_PARALLEL, |n| (n as usize).max(1)),
+        max_turns: s
+            .layer
+            .task
+            .max_turns
+            .unwrap_or(task::DEFAULT_MAX_TURNS)
+            .max(1),
+    });
     Ok(Prepared {
         models,
         ws,
@@ -698,6 +712,28 @@ fn show(e: &Event, json: bool) {
             writeln!(out, "\n[the reply was cut off at {max_tokens} tokens]")
         }
         Event::NoEdit { warning } => writeln!(out, "\n[warning: {}]", line(warning)),
+        // A sub-agent: a line when it starts and ends, one per tool call.
+        Event::TaskStart { agent, description } => {
+            writeln!(out, "{}", task::started_line(agent, description))
+        }
+        Event::TaskEnd {
+            agent,
+            ending,
+            turns,
+            input_tokens,
+            output_tokens,
+            ..
+        } => writeln!(
+            out,
+            "{}",
+            task::ended_line(agent, ending, *turns, (*input_tokens, *output_tokens))
+        ),
+        Event::Agent { agent, event } => match &**event {
+            Event::ToolCall { name, arguments } => {
+                writeln!(out, "{}", task::call_line(agent, name, arguments))
+            }
+            _ => Ok(()),
+        },
         // The closing line says it.
         Event::Looping { .. } | Event::ToolResult { .. } | Event::Usage { .. } => Ok(()),
     };

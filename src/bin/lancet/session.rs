@@ -29,6 +29,7 @@ use lancet::agent::provider::Provider;
 use lancet::agent::run::{self, Ending, Event, RunConfig};
 use lancet::agent::session::words;
 use lancet::agent::session::{Entry, Session};
+use lancet::agent::task;
 use lancet::agent::tools::{Tools, end_descendants};
 use lancet::agent::types::{Block, Message, Role};
 use rustyline::error::ReadlineError;
@@ -302,8 +303,14 @@ impl State {
                     input_tokens,
                     output_tokens,
                 } => usage_seen = Some(input_tokens + output_tokens),
-                // Right after the edit, before anything else changes the file.
+                // Right after the edit, before anything else changes the file
+                // (a sub-agent's edit too).
                 Event::Edit { diff, .. } => remember_before(ws, before, diff),
+                Event::Agent { event, .. } => {
+                    if let Event::Edit { diff, .. } = &**event {
+                        remember_before(ws, before, diff);
+                    }
+                }
                 Event::Looping { chunk, repeats } => {
                     looped = Some(run::ending_looping(chunk, *repeats));
                 }
@@ -754,6 +761,7 @@ fn print_event(e: &Event, md: &mut Markdown, approved: &Approved) {
             anstream::print!("{rest}");
         }
     };
+    let dim = |t: &str| anstream::println!("{}", style::paint(style::DIM, t));
     match e {
         Event::Text { text } => {
             let done = md.push(text);
@@ -807,6 +815,33 @@ fn print_event(e: &Event, md: &mut Markdown, approved: &Approved) {
         Event::NoEdit { warning } => {
             flush(md);
             say(style::NOTICE, &words::session_warning(&line(warning)));
+        }
+        // A sub-agent: a line when it starts and ends, one per tool call.
+        Event::TaskStart { agent, description } => {
+            flush(md);
+            dim(&task::started_line(agent, description));
+        }
+        Event::TaskEnd {
+            agent,
+            ending,
+            turns,
+            input_tokens,
+            output_tokens,
+            ..
+        } => {
+            flush(md);
+            dim(&task::ended_line(
+                agent,
+                ending,
+                *turns,
+                (*input_tokens, *output_tokens),
+            ));
+        }
+        Event::Agent { agent, event } => {
+            if let Event::ToolCall { name, arguments } = &**event {
+                flush(md);
+                dim(&task::call_line(agent, name, &call_subject(arguments)));
+            }
         }
         Event::Looping { .. } | Event::ToolResult { .. } | Event::Usage { .. } => {}
     }
