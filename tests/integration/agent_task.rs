@@ -470,3 +470,190 @@ fn a_childs_provider_failure_does_not_stop_its_sibling() {
     ends.sort();
     assert_eq!(ends, ["task-1 provider_failed", "task-2 answered"]);
 }
+
+/// `[task] parallel = 1`: the children of one reply run one after the
+/// other (the second starts after the first ended; never two requests at
+/// once), their results still in call order.
+#[test]
+fn the_parallel_bound_holds() {
+    let dir = root_with(&[
+        ("a.py", "x = 1\n"),
+        (".lancet.toml", "[task]\nparallel = 1\n"),
+    ]);
+    let server = LlmServer::start_routed(
+        vec![
+            Scripted::openai_turn(
+                "",
+                &[
+                    ("c1", "task", &task("one", "ONE-KEY: look", json!({}))),
+                    ("c2", "task", &task("two", "TWO-KEY: look", json!({}))),
+                ],
+            ),
+            Scripted::openai_text("Both looked."),
+        ],
+        vec![
+            (
+                "ONE-KEY",
+                vec![
+                    Scripted::openai_tool_call("l", "list", "{}"),
+                    Scripted::openai_text("one saw a.py"),
+                ],
+            ),
+            ("TWO-KEY", vec![Scripted::openai_text("two saw a.py")]),
+        ],
+    );
+    let out = run_json(dir.path(), &server, &["--yes", "do it"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(server.max_in_flight(), 1);
+    let ev = events(&out);
+    let order: Vec<String> = ev
+        .iter()
+        .filter(|e| e["event"] == "task_start" || e["event"] == "task_end")
+        .map(|e| {
+            format!(
+                "{} {}",
+                e["event"].as_str().unwrap(),
+                e["agent"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "task_start task-1",
+            "task_end task-1",
+            "task_start task-2",
+            "task_end task-2"
+        ]
+    );
+    let results = tool_results(server.requests().last().unwrap());
+    assert_eq!(results[0].1, "one saw a.py");
+    assert_eq!(results[1].1, "two saw a.py");
+}
+
+/// `lancet run`'s human output shows a child compactly: a line when it
+/// starts, one per tool call (prefixed with its id), one when it ends.
+#[test]
+fn the_human_output_shows_children_compactly() {
+    let dir = root_with(&[("a.py", "x = 1\n")]);
+    let server = LlmServer::start_routed(
+        vec![
+            Scripted::openai_tool_call("c1", "task", &task("find x", "X-KEY: find x", json!({}))),
+            Scripted::openai_text("x is in a.py."),
+        ],
+        vec![(
+            "X-KEY",
+            vec![
+                Scripted::openai_turn(
+                    "Child text the parent's output does not show.",
+                    &[("g", "grep", r#"{"pattern": "x ="}"#)],
+                ),
+                Scripted::openai_text("a.py:1"),
+            ],
+        )],
+    );
+    let url = server.openai_base_url();
+    let out = run(
+        dir.path(),
+        &["--base-url", &url, "-m", "gpt-4o", "--yes", "where is x?"],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("▸ task-1 started: find x\n"), "{stdout}");
+    assert!(
+        stdout.contains("  task-1 → grep {\"pattern\": \"x =\"}\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("◂ task-1 answered — 2 turns, 20 tokens in, 10 out\n"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("Child text"), "{stdout}");
+    // The closing line counts the child's tokens.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("2 turns, 40 tokens in, 20 out"), "{stderr}");
+}
+
+/// Ctrl-C while two children run (one in a command, one waiting for its
+/// model) stops the run, both children and the command.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_stops_every_child_and_its_commands() {
+    use std::process::{Command, Stdio};
+    let dir = root_with(&[("a.py", "x = 1\n")]);
+    let server = LlmServer::start_routed(
+        vec![Scripted::openai_turn(
+            "",
+            &[
+                (
+                    "c1",
+                    "task",
+                    &task("sleeper", "SLEEP-KEY: wait", json!({"tools": ["bash"]})),
+                ),
+                ("c2", "task", &task("waiter", "WAIT-KEY: wait", json!({}))),
+            ],
+        )],
+        vec![
+            (
+                "SLEEP-KEY",
+                vec![Scripted::openai_tool_call(
+                    "b",
+                    "bash",
+                    r#"{"command": "echo $$ > sleeper.pid; exec sleep 60"}"#,
+                )],
+            ),
+            (
+                "WAIT-KEY",
+                vec![Scripted::Silent {
+                    hold: std::time::Duration::from_secs(60),
+                }],
+            ),
+        ],
+    );
+    let child = Command::new(env!("CARGO_BIN_EXE_lancet"))
+        .arg("run")
+        .args(["-C", dir.path().to_str().unwrap()])
+        .args(["--base-url", &server.openai_base_url(), "-m", "gpt-4o"])
+        .args(["--yes", "--json", "wait"])
+        .env("XDG_CONFIG_HOME", dir.path().join(".no-user-config"))
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("LANCET_MODEL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid_file = dir.path().join("sleeper.pid");
+    let start = std::time::Instant::now();
+    let pid = loop {
+        let pid = std::fs::read_to_string(&pid_file).unwrap_or_default();
+        if pid.ends_with('\n') && conversation(&server, "WAIT-KEY").len() == 1 {
+            break pid.trim().to_owned();
+        }
+        assert!(start.elapsed().as_secs() < 20, "the children never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let output = child.wait_with_output().unwrap();
+    assert!(!output.status.success());
+    // The command is gone (or a zombie about to be reaped), not left running.
+    let status = Path::new("/proc").join(&pid).join("status");
+    let gone = || {
+        std::fs::read_to_string(&status).map_or(true, |s| {
+            s.lines()
+                .any(|l| l.starts_with("State:") && l.contains('Z'))
+        })
+    };
+    let start = std::time::Instant::now();
+    while !gone() {
+        assert!(
+            start.elapsed().as_secs() < 10,
+            "sleep {pid} outlived the run"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
