@@ -116,7 +116,9 @@ impl Tools {
     /// questions it asks one at a time with the others', each introduced by
     /// `who`; no read records; only the tools named in `names` (the caller
     /// checks they are this agent's own, and leaves out `task`). Its edits
-    /// hold their files against the other agents until it is dropped.
+    /// hold their files against the other agents until it is dropped. It
+    /// never edits through its replies (no text mode): only through the
+    /// tools it was given.
     pub fn child(&mut self, agent: &str, who: String, names: Vec<String>) -> Tools {
         let inner = match &self.shared.prompter {
             Some(p) => std::sync::Arc::clone(p),
@@ -132,9 +134,13 @@ impl Tools {
                 p
             }
         };
+        // A child edits only through the tools it was given: never through
+        // edits written in its replies (text mode), which no call names.
+        let mut config = self.config.clone();
+        config.text_mode = false;
         Tools {
             ws: self.ws.clone(),
-            config: self.config.clone(),
+            config,
             permissions: self.permissions.clone(),
             prompter: Box::new(agents::Asker {
                 inner,
@@ -601,6 +607,22 @@ mod tests {
         );
         let names: Vec<String> = child.specs().into_iter().map(|s| s.name).collect();
         assert_eq!(names, ["read", "edit"]);
+        // Under a text-mode parent, a child's reply never edits.
+        t.config.text_mode = true;
+        let mut texty = t.child("task-9", String::new(), vec!["read".to_owned()]);
+        t.config.text_mode = false;
+        assert!(!texty.config().text_mode);
+        let o = call(
+            &mut texty,
+            "edit",
+            json!({"path": "a.txt", "old_string": "a", "new_string": "z"}),
+        )
+        .await;
+        assert!(
+            o.is_error && o.content.contains("There is no tool `edit`"),
+            "{}",
+            o.content
+        );
         assert!(child.tasks().is_none());
         let o = call(&mut child, "bash", json!({"command": "ls"})).await;
         assert!(
