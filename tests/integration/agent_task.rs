@@ -93,6 +93,7 @@ fn two_searches_in_one_reply_run_at_once_and_both_answers_come_back() {
     let dir = root_with(&[
         ("a.py", "def alpha():\n    return 1\n"),
         ("b.py", "def beta():\n    return 2\n"),
+        ("AGENTS.md", "Project note: AGENTS-MARKER.\n"),
     ]);
     let server = LlmServer::start_routed(
         vec![
