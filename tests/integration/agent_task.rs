@@ -658,3 +658,95 @@ fn ctrl_c_stops_every_child_and_its_commands() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// The session in ask mode, two children editing two files at once: their
+/// questions come one at a time, each naming its child, and the session
+/// shows the children's start, calls and end.
+#[cfg(unix)]
+#[test]
+fn in_the_session_childrens_questions_come_one_at_a_time_naming_them() {
+    use crate::session::Pane;
+    let dir = root_with(&[("a.txt", "a\n"), ("b.txt", "b\n")]);
+    let tools = json!({"tools": ["read", "edit"]});
+    let child = |key: &str, file: &str, old: &str, new: &str| {
+        let edit = json!({"path": file, "old_string": old, "new_string": new}).to_string();
+        let read = json!({"path": file}).to_string();
+        vec![
+            Scripted::openai_tool_call("r", "read", &read),
+            Scripted::openai_tool_call("e", "edit", &edit).together(2),
+            Scripted::openai_text(&format!("{key} edited {file}")),
+        ]
+    };
+    let server = LlmServer::start_routed(
+        vec![
+            Scripted::openai_turn(
+                "",
+                &[
+                    (
+                        "c1",
+                        "task",
+                        &task("edit a", "A-KEY: edit a.txt", tools.clone()),
+                    ),
+                    (
+                        "c2",
+                        "task",
+                        &task("edit b", "B-KEY: edit b.txt", tools.clone()),
+                    ),
+                ],
+            ),
+            Scripted::openai_text("Both files are edited."),
+        ],
+        vec![
+            ("A-KEY", child("A-KEY", "a.txt", "a", "A")),
+            ("B-KEY", child("B-KEY", "b.txt", "b", "B")),
+        ],
+    );
+    let pane = Pane::start(
+        dir.path(),
+        &server.openai_base_url(),
+        &["--permission", "ask"],
+    );
+    pane.line("edit both");
+    pane.wait_for("▸ task-1 started: edit a", 1);
+    pane.wait_for("▸ task-2 started: edit b", 1);
+    // The first question, naming its child; the other waits its turn.
+    let screen = pane.wait_for("[y]es  [n]o", 1);
+    assert_eq!(
+        screen.matches("[asked by sub-agent task-").count(),
+        1,
+        "{screen}"
+    );
+    let first = if screen.contains("[asked by sub-agent task-1: edit a]") {
+        "task-1"
+    } else {
+        assert!(
+            screen.contains("[asked by sub-agent task-2: edit b]"),
+            "{screen}"
+        );
+        "task-2"
+    };
+    pane.type_text("y");
+    pane.keys(&["Enter"]);
+    let screen = pane.wait_for("[y]es  [n]o", 2);
+    let second = if first == "task-1" {
+        "[asked by sub-agent task-2: edit b]"
+    } else {
+        "[asked by sub-agent task-1: edit a]"
+    };
+    assert!(screen.contains(second), "{screen}");
+    pane.type_text("y");
+    pane.keys(&["Enter"]);
+    let screen = pane.wait_for("Both files are edited.", 1);
+    assert!(screen.contains("→ task edit a\n"), "{screen}");
+    assert!(screen.contains("task-1 → read a.txt"), "{screen}");
+    assert!(screen.contains("◂ task-1 answered"), "{screen}");
+    assert!(screen.contains("◂ task-2 answered"), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+        "A\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("b.txt")).unwrap(),
+        "B\n"
+    );
+}

@@ -18,14 +18,15 @@ use crate::llm_server::{LlmServer, Scripted};
 /// How long a screen may take to show what a test waits for.
 const DEADLINE: Duration = Duration::from_secs(30);
 
-/// A tmux server of the test's own, with lancet in its one pane.
-struct Pane {
+/// A tmux server of the test's own, with lancet in its one pane (the
+/// sub-agents' session test uses it too).
+pub(crate) struct Pane {
     socket: String,
 }
 
 impl Pane {
     /// Starts `lancet ARGS` in `root` in a new tmux server, 120×40.
-    fn start(root: &Path, base_url: &str, args: &[&str]) -> Pane {
+    pub(crate) fn start(root: &Path, base_url: &str, args: &[&str]) -> Pane {
         static N: AtomicUsize = AtomicUsize::new(0);
         let socket = format!(
             "lancet-test-{}-{}",
@@ -95,19 +96,19 @@ impl Pane {
     }
 
     /// Types `keys` (tmux key names: `Enter`, `C-c`, or text).
-    fn keys(&self, keys: &[&str]) {
+    pub(crate) fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", "0"];
         args.extend(keys);
         self.tmux(&args);
     }
 
     /// Types literal text (no key names).
-    fn type_text(&self, text: &str) {
+    pub(crate) fn type_text(&self, text: &str) {
         self.tmux(&["send-keys", "-t", "0", "-l", text]);
     }
 
     /// The screen and its history, lines joined where they wrapped.
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         self.tmux(&["capture-pane", "-p", "-J", "-t", "0", "-S", "-500"])
     }
 
@@ -128,7 +129,7 @@ impl Pane {
     }
 
     /// Waits until `text` is on the screen `times` times.
-    fn wait_for(&self, text: &str, times: usize) -> String {
+    pub(crate) fn wait_for(&self, text: &str, times: usize) -> String {
         self.wait(&format!("{text:?} ×{times}"), |s| {
             s.matches(text).count() >= times
         })
@@ -154,7 +155,7 @@ impl Pane {
     }
 
     /// Types a line at the prompt and sends it.
-    fn line(&self, text: &str) {
+    pub(crate) fn line(&self, text: &str) {
         self.prompt();
         self.type_text(text);
         self.keys(&["Enter"]);

@@ -852,7 +852,8 @@ fn print_event(e: &Event, md: &mut Markdown, approved: &Approved) {
 /// arguments shortened.
 fn call_subject(arguments: &str) -> String {
     let value: Option<serde_json::Value> = serde_json::from_str(arguments).ok();
-    let field = ["command", "path", "pattern", "file"]
+    // (`description`: a `task` call's title.)
+    let field = ["command", "path", "pattern", "file", "description"]
         .iter()
         .find_map(|k| value.as_ref()?.get(k)?.as_str().map(str::to_owned));
     let text = field.unwrap_or_else(|| arguments.to_owned());
