@@ -146,7 +146,7 @@ pub enum Event {
         /// Completion tokens.
         output_tokens: u64,
     },
-    /// A sub-agent started ([`task`](super::task)).
+    /// A sub-agent started (the `task` tool, [`super::task`]).
     TaskStart {
         /// Its id (`task-1`), which its events carry.
         agent: String,
