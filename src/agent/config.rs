@@ -8,7 +8,9 @@
 //! [`Layer::untrusted_project`] keeps only what narrows the user's own
 //! settings (deny and ask rules, the model, the edit format, a narrower
 //! permission mode, lower limits) and names every key it drops; endpoints,
-//! keys, profiles, allow rules and wider modes need trust. Even a trusted
+//! keys, profiles, allow rules, wider modes and MCP servers (a server is a
+//! command lancet starts: a project may only switch one of the user's off,
+//! deny its tools or lower its timeouts) need trust. Even a trusted
 //! project cannot vouch for itself ([`Layer::trusted_project`] drops
 //! `trusted`).
 //!
@@ -92,6 +94,63 @@ pub struct Trusted {
     pub sha256: String,
 }
 
+/// MCP servers: `[mcp.servers.NAME]`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mcp {
+    /// The servers by name (merged by name across layers, key by key).
+    #[serde(default)]
+    pub servers: BTreeMap<String, McpServer>,
+}
+
+/// One MCP server: a command (stdio) or a URL (Streamable HTTP).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServer {
+    /// stdio: the program to start (in the project root, its own process group).
+    pub command: Option<String>,
+    /// stdio: its arguments.
+    pub args: Option<Vec<String>>,
+    /// stdio: environment variables set for it (on top of lancet's).
+    pub env: Option<BTreeMap<String, String>>,
+    /// Streamable HTTP: the endpoint, e.g. `http://127.0.0.1:3001/mcp`.
+    pub url: Option<String>,
+    /// Streamable HTTP: headers sent with every request.
+    pub headers: Option<BTreeMap<String, String>>,
+    /// Streamable HTTP: the environment variable holding a token sent as
+    /// `Authorization: Bearer …` (the binary reads it).
+    pub bearer_token_env: Option<String>,
+    /// Whether it is started at all (default true).
+    pub enabled: Option<bool>,
+    /// Seconds one call may take before it is cancelled (default 60).
+    pub timeout: Option<u64>,
+    /// Seconds from start to its tools listed (default 30).
+    pub startup_timeout: Option<u64>,
+    /// Only these of its tools are offered (names or `*` globs; default all).
+    pub allow: Option<Vec<String>>,
+    /// These of its tools are never offered (appended across layers).
+    #[serde(default)]
+    pub deny: Vec<String>,
+}
+
+impl McpServer {
+    /// This server with `over` on top, key by key (`deny` accumulates).
+    fn merged(mut self, over: McpServer) -> McpServer {
+        self.command = over.command.or(self.command);
+        self.args = over.args.or(self.args);
+        self.env = over.env.or(self.env);
+        self.url = over.url.or(self.url);
+        self.headers = over.headers.or(self.headers);
+        self.bearer_token_env = over.bearer_token_env.or(self.bearer_token_env);
+        self.enabled = over.enabled.or(self.enabled);
+        self.timeout = over.timeout.or(self.timeout);
+        self.startup_timeout = over.startup_timeout.or(self.startup_timeout);
+        self.allow = over.allow.or(self.allow);
+        self.deny.extend(over.deny);
+        self
+    }
+}
+
 /// One layer of configuration; every field optional.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -154,6 +213,9 @@ pub struct Layer {
     /// flushed to disk before it replaces the original (default false, as
     /// in git and GNU patch; see `CommitOptions::fsync` for what it adds).
     pub fsync: Option<bool>,
+    /// MCP servers whose tools the agent offers the model.
+    #[serde(default)]
+    pub mcp: Mcp,
 }
 
 /// A project's layer as it may apply, and the keys of it that were dropped.
@@ -239,6 +301,10 @@ impl Layer {
         self.trusted.extend(over.trusted);
         self.undo = over.undo.or(self.undo);
         self.fsync = over.fsync.or(self.fsync);
+        for (name, server) in over.mcp.servers {
+            let base = self.mcp.servers.remove(&name).unwrap_or_default();
+            self.mcp.servers.insert(name, base.merged(server));
+        }
         self
     }
 
@@ -264,7 +330,8 @@ impl Layer {
     /// Kept: `model`, `edit_format`, deny and ask rules, a `permission` no
     /// wider than the user's (read-only < ask < auto; a name that is not a
     /// mode is kept, so that it is reported as an error), `max_turns` and
-    /// `bash_timeout` no higher than the user's, `undo = true`, a profile's
+    /// `bash_timeout` no higher than the user's, `undo = true`, for an MCP
+    /// server the user has `enabled = false`, `deny` and lower timeouts, a profile's
     /// `rpm` and `max_concurrency` lower than the user's (or where the
     /// user's are unlimited) for a profile the user has. Dropped:
     /// `provider`, `base_url`, every other key of `providers` (endpoints,
@@ -297,6 +364,7 @@ impl Layer {
             task_timeout,
             undo,
             fsync,
+            mcp,
         } = self;
         let built_in = defaults();
         let mut ignored = Vec::new();
@@ -436,6 +504,8 @@ impl Layer {
         let user_fsync = beneath.fsync.unwrap_or(false);
         let fsync_kept = fsync.filter(|on| *on || !user_fsync);
         drop(fsync.is_some() && fsync_kept.is_none(), "fsync");
+        let (mcp, mcp_dropped) = narrowed_mcp(mcp, &beneath.mcp);
+        drop(mcp_dropped, "mcp.servers");
         ProjectLayer {
             layer: Layer {
                 model,
@@ -464,10 +534,70 @@ impl Layer {
                 task_timeout: job_time,
                 undo,
                 fsync: fsync_kept,
+                mcp,
             },
             ignored,
         }
     }
+}
+
+/// An untrusted project's MCP servers: only what narrows the user's. A
+/// server is a command lancet starts, so a project may not add one or
+/// change how one starts or where it connects; for a server the user has it
+/// may switch it off (`enabled = false`), deny tools, and lower its
+/// timeouts. Every other key (and every server the user does not have) is
+/// dropped; the flag says whether anything was.
+fn narrowed_mcp(project: Mcp, user: &Mcp) -> (Mcp, bool) {
+    let mut kept = Mcp::default();
+    let mut dropped = false;
+    for (name, server) in project.servers {
+        let Some(theirs) = user.servers.get(&name) else {
+            dropped = true;
+            continue;
+        };
+        // Destructured without `..`: a new key must be decided on here.
+        let McpServer {
+            command,
+            args,
+            env,
+            url,
+            headers,
+            bearer_token_env,
+            enabled,
+            timeout,
+            startup_timeout,
+            allow,
+            deny,
+        } = server;
+        dropped |= command.is_some()
+            || args.is_some()
+            || env.is_some()
+            || url.is_some()
+            || headers.is_some()
+            || bearer_token_env.is_some()
+            || allow.is_some();
+        let user_on = theirs.enabled.unwrap_or(true);
+        let enabled_kept = enabled.filter(|on| !*on || user_on);
+        dropped |= enabled.is_some() && enabled_kept.is_none();
+        let lower = |own: Option<u64>, user: Option<u64>, fallback: u64| {
+            own.filter(|v| *v <= user.unwrap_or(fallback))
+        };
+        let timeout_kept = lower(timeout, theirs.timeout, 60);
+        let startup_kept = lower(startup_timeout, theirs.startup_timeout, 30);
+        dropped |= timeout.is_some() && timeout_kept.is_none();
+        dropped |= startup_timeout.is_some() && startup_kept.is_none();
+        kept.servers.insert(
+            name,
+            McpServer {
+                enabled: enabled_kept,
+                timeout: timeout_kept,
+                startup_timeout: startup_kept,
+                deny,
+                ..McpServer::default()
+            },
+        );
+    }
+    (kept, dropped)
 }
 
 /// The built-in defaults (the bottom layer).

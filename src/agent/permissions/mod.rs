@@ -17,6 +17,11 @@
 //! 6. Otherwise the mode decides: `auto` allows; `ask` allows the read tools
 //!    and `bash` commands on the read-only allowlist, and asks for the rest.
 //!
+//! **MCP tools** (`mcp__SERVER__TOOL`) follow the same order with one
+//! difference: read-only mode refuses them unless an allow rule names them.
+//! A server may call a tool read-only (`readOnlyHint`), but that is the
+//! server's word, not the user's; an allow rule is the user's.
+//!
 //! The parts live beside this file: the rule syntax and matching (`rules`),
 //! splitting a command line into simple commands (`shell`), the
 //! always-refused list (`destructive`), the read-only allowlist (`allow`),
@@ -267,6 +272,9 @@ impl Permissions {
     /// Whether `tool` may run on `subject` (see the module docs for the order).
     pub fn check(&self, tool: &str, subject: &str) -> Decision {
         let tool = tool.to_ascii_lowercase();
+        if tool.starts_with(rules::MCP_PREFIX) {
+            return self.check_mcp(&tool);
+        }
         if tool == "bash" {
             self.check_command(subject)
         } else {
@@ -322,6 +330,27 @@ impl Permissions {
             .iter()
             .all(|s| self.allow.iter().any(|r| r.covers(tool) && r.matches(s)));
         if allowed || self.mode == Mode::Auto || read_tool {
+            Decision::Allow
+        } else {
+            Decision::Ask
+        }
+    }
+
+    /// An MCP tool: deny, then read-only (unless allowed by a rule), ask,
+    /// allow, the mode.
+    fn check_mcp(&self, tool: &str) -> Decision {
+        let any = |list: &[Rule]| list.iter().find(|r| r.covers(tool)).map(Rule::to_string);
+        if let Some(rule) = any(&self.deny) {
+            return Decision::Deny(Denial::Rule { rule });
+        }
+        let allowed = any(&self.allow).is_some();
+        if self.mode == Mode::ReadOnly && !allowed {
+            return Decision::Deny(Denial::ReadOnly);
+        }
+        if any(&self.ask).is_some() {
+            return Decision::Ask;
+        }
+        if allowed || self.mode == Mode::Auto {
             Decision::Allow
         } else {
             Decision::Ask

@@ -16,7 +16,10 @@
 //! groups, output capture, kill) and `reap` finds and ends every process a
 //! command started; `open` opens files for every tool (regular files only,
 //! never blocking, bounded); `args` types the arguments leniently; `types`
-//! holds the plain data the words module phrases. A new tool is one
+//! holds the plain data the words module phrases. MCP servers' tools
+//! (`mcp__SERVER__TOOL`) come from the shared [`McpHub`] when one is set
+//! ([`Tools::with_mcp`]): their specs follow the built-in ones and their
+//! calls go through the same permission check. A new tool is one
 //! function in one of those files, one line of dispatch here, and its words.
 //!
 //! Owns: the tools' arguments and what they do. Does not own: the words the
@@ -28,6 +31,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
+use super::mcp::McpHub;
 use super::permissions::{Answer, Decision, Permissions, Prompter, Question};
 use super::types::ToolSpec;
 use super::words;
@@ -65,6 +71,8 @@ pub struct Tools {
     prompter: Box<dyn Prompter>,
     /// By absolute path, so `./a.rs` and `a.rs` are one file.
     read: HashMap<PathBuf, Record>,
+    /// MCP servers' tools, shared (a child agent's tools clone the `Arc`).
+    mcp: Option<Arc<McpHub>>,
 }
 
 impl std::fmt::Debug for Tools {
@@ -93,7 +101,19 @@ impl Tools {
             config,
             prompter,
             read: HashMap::new(),
+            mcp: None,
         }
+    }
+
+    /// The same tools, offering the hub's MCP tools too.
+    pub fn with_mcp(mut self, hub: Arc<McpHub>) -> Tools {
+        self.mcp = Some(hub);
+        self
+    }
+
+    /// The MCP hub, when there is one.
+    pub fn mcp(&self) -> Option<&Arc<McpHub>> {
+        self.mcp.as_ref()
     }
 
     /// The workspace.
@@ -120,18 +140,28 @@ impl Tools {
         self.read.clear();
     }
 
-    /// The tools the model may call: all seven, without `edit` in text mode.
+    /// The tools the model may call: all seven, without `edit` in text
+    /// mode, then the MCP servers' tools.
     pub fn specs(&self) -> Vec<ToolSpec> {
         let c = &self.config;
-        Tool::ALL
+        let mut specs: Vec<ToolSpec> = Tool::ALL
             .into_iter()
             .filter(|t| !(c.text_mode && *t == Tool::Edit))
             .map(|t| words::spec(t, c))
-            .collect()
+            .collect();
+        if let Some(hub) = &self.mcp {
+            specs.extend(hub.specs());
+        }
+        specs
     }
 
     /// Runs one tool call. `arguments` is the JSON text the model wrote.
     pub async fn call(&mut self, name: &str, arguments: &str) -> ToolOutcome {
+        if name.starts_with(super::mcp::PREFIX) {
+            if let Some(hub) = self.mcp.clone() {
+                return self.mcp_call(&hub, name, arguments).await;
+            }
+        }
         let tool = match Tool::from_name(name) {
             Some(Tool::Edit) if self.config.text_mode => {
                 return ToolOutcome::error(words::no_edit_tool(self.config.format));
@@ -163,6 +193,49 @@ impl Tools {
             Tool::Grep => self.grep(typed!()),
             Tool::Glob => self.glob(typed!()),
             Tool::List => self.list(typed!()),
+        }
+    }
+
+    /// An MCP tool's call: asked about (or allowed, or refused) by its
+    /// name, then sent to the hub.
+    async fn mcp_call(&mut self, hub: &McpHub, name: &str, arguments: &str) -> ToolOutcome {
+        if hub.offers(name) {
+            let refusal = match self.permissions.check(name, "") {
+                Decision::Allow => None,
+                Decision::Deny(d) => Some(Refusal::Denied(d)),
+                Decision::Ask => {
+                    let question = Question {
+                        tool: name,
+                        subject: arguments,
+                        detail: "",
+                    };
+                    match self.prompter.confirm(&question) {
+                        Answer::Yes => None,
+                        Answer::No => Some(Refusal::Declined),
+                        Answer::NoTerminal => Some(Refusal::NoTerminal),
+                    }
+                }
+            };
+            if let Some(refusal) = refusal {
+                let mut content = words::mcp::refused(name, &refusal);
+                if refusal == Refusal::Declined {
+                    if let Some(reason) = self.prompter.reason() {
+                        content.push_str(&words::session::declined_because(&reason));
+                    }
+                }
+                return ToolOutcome {
+                    content,
+                    is_error: true,
+                    edit: None,
+                    refusal: Some(refusal),
+                    attempt: None,
+                };
+            }
+        }
+        let outcome = hub.call(name, arguments).await;
+        ToolOutcome {
+            is_error: outcome.is_error(),
+            ..ToolOutcome::ok(outcome.content)
         }
     }
 
