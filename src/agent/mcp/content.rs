@@ -119,7 +119,7 @@ mod tests {
         let text = render(&result, 10_000);
         assert_eq!(
             text,
-            "hello\n[image: image/png, 7 bytes]\n[resource link: a.txt <file:///a.txt>]\n[resource: file:///b.txt (text/plain)]\nbee"
+            "hello\n[image: image/png, 8 bytes]\n[resource link: a.txt <file:///a.txt>]\n[resource: file:///b.txt (text/plain)]\nbee"
         );
         // Structured content shows when there is no text.
         let mut only = CallToolResult::success(vec![]);

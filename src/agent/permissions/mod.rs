@@ -436,6 +436,48 @@ mod tests {
         list.iter().map(|r| Rule::parse(r).unwrap()).collect()
     }
 
+    /// MCP tools: rules by name (globs over a server's tools), ask by
+    /// default, and read-only mode refuses them unless an allow rule names them.
+    #[test]
+    fn mcp_tools_are_ruled_by_name() {
+        let echo = "mcp__everything__echo";
+        assert_eq!(Permissions::new(Mode::Ask).check(echo, ""), Decision::Ask);
+        assert_eq!(
+            Permissions::new(Mode::Auto).check(echo, ""),
+            Decision::Allow
+        );
+        assert_eq!(
+            Permissions::new(Mode::ReadOnly).check(echo, ""),
+            Decision::Deny(Denial::ReadOnly)
+        );
+        let allowed =
+            Permissions::new(Mode::ReadOnly).with(Effect::Allow, rules(&["mcp__everything__echo"]));
+        assert_eq!(allowed.check(echo, ""), Decision::Allow);
+        assert_eq!(
+            allowed.check("mcp__everything__get-env", ""),
+            Decision::Deny(Denial::ReadOnly)
+        );
+        let server = Permissions::new(Mode::Ask)
+            .with(Effect::Allow, rules(&["mcp__everything__*"]))
+            .with(Effect::Deny, rules(&["mcp__everything__get-env"]));
+        assert_eq!(server.check(echo, ""), Decision::Allow);
+        assert_eq!(server.check("mcp__other__echo", ""), Decision::Ask);
+        assert!(matches!(
+            server.check("mcp__everything__get-env", ""),
+            Decision::Deny(Denial::Rule { .. })
+        ));
+        let all = Permissions::new(Mode::Auto).with(Effect::Deny, rules(&["mcp__*"]));
+        assert!(matches!(all.check(echo, ""), Decision::Deny(_)));
+        // Built-in tools' rules never cover MCP tools, nor the reverse.
+        let bash = Permissions::new(Mode::Auto).with(Effect::Deny, rules(&["bash", "read"]));
+        assert_eq!(bash.check(echo, ""), Decision::Allow);
+        let mcp = Permissions::new(Mode::Auto).with(Effect::Deny, rules(&["mcp__*"]));
+        assert_eq!(mcp.check("bash", "ls"), Decision::Allow);
+        // A pattern means nothing to an MCP rule, and `*` only to MCP rules.
+        assert!(Rule::parse("mcp__a__b(x)").is_err());
+        assert!(Rule::parse("ba*sh").is_err());
+    }
+
     #[test]
     fn deny_beats_ask_beats_allow_in_any_order() {
         let allow = rules(&["bash(git *)", "edit"]);
