@@ -237,6 +237,26 @@ fn a_server_killed_mid_call_is_an_error_and_restarts_on_the_next_call() {
         assert!(notes.is_empty(), "{notes:?}");
         let first = read_pid(&pidfile);
         std::fs::remove_file(&pidfile).unwrap();
+        // Its own process group (a terminal's Ctrl-C does not reach it), the
+        // project root as its directory, stderr a pipe (never the terminal).
+        let stat = std::fs::read_to_string(format!("/proc/{first}/stat")).unwrap();
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .collect();
+        assert_eq!(fields[2], first.to_string(), "process group: {stat}");
+        assert_eq!(
+            std::fs::read_link(format!("/proc/{first}/cwd")).unwrap(),
+            std::fs::canonicalize(dir.path()).unwrap()
+        );
+        let err = std::fs::read_link(format!("/proc/{first}/fd/2")).unwrap();
+        assert!(
+            err.to_string_lossy().starts_with("pipe:"),
+            "{}",
+            err.display()
+        );
         let killer = tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(500)).await;
             Command::new("kill")
@@ -390,7 +410,12 @@ fn the_python_server_lists_and_calls() {
         names.sort();
         assert_eq!(
             names,
-            ["mcp__py__add", "mcp__py__fail", "mcp__py__word_count"]
+            [
+                "mcp__py__add",
+                "mcp__py__fail",
+                "mcp__py__grow",
+                "mcp__py__word_count"
+            ]
         );
         let o = hub.call("mcp__py__add", r#"{"a":2,"b":3}"#).await;
         assert_eq!((o.content.as_str(), o.status), ("5", CallStatus::Ok));
@@ -400,6 +425,20 @@ fn the_python_server_lists_and_calls() {
         let o = hub.call("mcp__py__fail", r#"{"why":"no"}"#).await;
         assert_eq!(o.status, CallStatus::ToolError, "{}", o.content);
         assert!(o.is_error());
+        // notifications/tools/list_changed: the tools are listed again, and
+        // the next look (the next model turn) offers the new one.
+        let before = hub.generation();
+        assert!(!hub.offers("mcp__py__grown"));
+        let o = hub.call("mcp__py__grow", "{}").await;
+        assert_eq!(o.content, "added");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !hub.offers("mcp__py__grown") {
+            assert!(Instant::now() < deadline, "the new tool never showed");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(hub.generation() > before);
+        let o = hub.call("mcp__py__grown", "{}").await;
+        assert_eq!(o.content, "grown");
         hub.shutdown().await;
     });
 }
@@ -511,7 +550,7 @@ fn lancet_mcp_list_and_call() {
         "{stdout}"
     );
     assert!(stdout.contains("\n  get-sum "), "{stdout}");
-    assert!(stdout.contains("py: connected, 3 tools"), "{stdout}");
+    assert!(stdout.contains("py: connected, 4 tools"), "{stdout}");
     assert!(
         stdout.contains("  add         Add two integers."),
         "{stdout}"
@@ -585,11 +624,22 @@ fn an_agent_run_calls_an_mcp_tool_and_uses_its_answer() {
         Scripted::openai_tool_call("c1", "mcp__everything__get-sum", r#"{"a":19,"b":23}"#),
         Scripted::openai_text("The sum is 42."),
     ]);
+    // Started through a shell that writes its pid: the server must not
+    // outlive lancet.
+    let pids = tempfile::tempdir().unwrap();
+    let pidfile = pids.path().join("pid");
     let config = format!(
-        "{}[permissions]\nallow = [\"mcp__everything__get-sum\"]\n",
-        everything_toml()
+        "[mcp.servers.everything]\ncommand = \"sh\"\nargs = [\"-c\", \"echo $$ > '{}'; exec node '{}' stdio\"]\n[permissions]\nallow = [\"mcp__everything__get-sum\"]\n",
+        pidfile.display(),
+        everything_js().display()
     );
     let out = agent_run(&config, &server, &[]);
+    let pid = read_pid(&pidfile);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(Instant::now() < deadline, "the MCP server outlived lancet");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
