@@ -155,11 +155,16 @@ impl ServerConfig {
                 env: s.env.clone().unwrap_or_default(),
             },
             (None, Some(url)) => {
+                // A server switched off needs no token (`lancet mcp call`
+                // asks for it when it calls one by hand).
                 let bearer = match &s.bearer_token_env {
-                    Some(v) => Some(var(v).ok_or_else(|| McpConfigError::NoToken {
-                        server: server(),
-                        var: v.clone(),
-                    })?),
+                    Some(v) if s.enabled != Some(false) => {
+                        Some(var(v).ok_or_else(|| McpConfigError::NoToken {
+                            server: server(),
+                            var: v.clone(),
+                        })?)
+                    }
+                    Some(v) => var(v),
                     None => None,
                 };
                 Transport::Http {
