@@ -3220,9 +3220,14 @@ pub(crate) mod mcp {
         }
     }
 
-    /// For the person, once at start-up: a server left out.
+    /// For the person, once at start-up: a server left out (one line,
+    /// whatever the error it quotes holds).
     pub(crate) fn not_started(server: &str, why: &str) -> String {
-        format!("MCP server `{server}` is left out of this session: {why}")
+        let why: Vec<&str> = why.split_whitespace().collect();
+        format!(
+            "MCP server `{server}` is left out of this session: {}",
+            why.join(" ")
+        )
     }
 
     /// For the person, once: two tools with one name.
@@ -3358,7 +3363,7 @@ pub(crate) mod mcp {
                 ("list_failed", list_failed(&"Transport closed")),
                 ("start_timed_out", start_timed_out(Duration::from_secs(30))),
                 ("bad_header", bad_header("bad name")),
-                ("not_started", not_started("a", "why")),
+                ("not_started", not_started("a", "why,\n  on two lines")),
                 (
                     "collision",
                     collision("mcp__a__b_c", ("a", "b.c"), ("a", "b c")),
