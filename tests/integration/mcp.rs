@@ -778,3 +778,68 @@ fn the_bearer_token_and_headers_are_sent() {
         text(&out.stdout)
     );
 }
+
+/// HTTPS to an MCP server whose certificate no public authority signed is
+/// refused before a request is sent: the MCP client verifies certificates
+/// against the webpki roots, as the providers do.
+#[test]
+fn https_with_an_untrusted_certificate_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args([
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // A TLS server that logs every request it is sent, and its port.
+    let script = r#"
+import http.server, ssl, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        print("POST", flush=True)
+        self.send_response(500)
+        self.end_headers()
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+c.load_cert_chain(sys.argv[1], sys.argv[2])
+s.socket = c.wrap_socket(s.socket, server_side=True)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+    let mut server = Command::new("python3")
+        .args(["-c", script])
+        .arg(&cert)
+        .arg(&key)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let port: u16 = lines.next().unwrap().unwrap().trim().parse().unwrap();
+    let mut c = config("tls", http(&format!("https://127.0.0.1:{port}/mcp")));
+    c.startup_timeout = Duration::from_secs(10);
+    runtime().block_on(async {
+        let (hub, notes) = start(vec![c], dir.path()).await;
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(matches!(hub.report()[0].state, State::Failed(_)));
+        hub.shutdown().await;
+    });
+    let _ = server.kill();
+    let _ = server.wait();
+    let requests: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(requests.is_empty(), "a request was sent: {requests:?}");
+}
