@@ -398,10 +398,11 @@ fn streamable_http_lists_and_calls() {
 fn the_python_server_lists_and_calls() {
     let dir = tempfile::tempdir().unwrap();
     let py = python();
-    let c = config(
+    let mut c = config(
         "py",
         stdio(py.to_str().unwrap(), &[fixture_server().to_str().unwrap()]),
     );
+    c.timeout = Duration::from_secs(2);
     runtime().block_on(async {
         let (hub, notes) = start(vec![c], dir.path()).await;
         assert!(notes.is_empty(), "{notes:?}");
@@ -414,6 +415,7 @@ fn the_python_server_lists_and_calls() {
                 "mcp__py__add",
                 "mcp__py__fail",
                 "mcp__py__grow",
+                "mcp__py__wait",
                 "mcp__py__word_count"
             ]
         );
@@ -439,6 +441,22 @@ fn the_python_server_lists_and_calls() {
         assert!(hub.generation() > before);
         let o = hub.call("mcp__py__grown", "{}").await;
         assert_eq!(o.content, "grown");
+        // A call past its timeout is cancelled at the server too: it gets
+        // notifications/cancelled and stops the tool.
+        let marker = dir.path().join("cancelled");
+        let args = serde_json::json!({"seconds": 30, "cancelled_marker": marker}).to_string();
+        let o = hub.call("mcp__py__wait", &args).await;
+        assert_eq!(o.status, CallStatus::ServerFailed, "{}", o.content);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !marker.exists() {
+            assert!(
+                Instant::now() < deadline,
+                "the server never heard of the cancel"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let o = hub.call("mcp__py__add", r#"{"a":1,"b":1}"#).await;
+        assert_eq!(o.content, "2");
         hub.shutdown().await;
     });
 }
@@ -550,7 +568,7 @@ fn lancet_mcp_list_and_call() {
         "{stdout}"
     );
     assert!(stdout.contains("\n  get-sum "), "{stdout}");
-    assert!(stdout.contains("py: connected, 4 tools"), "{stdout}");
+    assert!(stdout.contains("py: connected, 5 tools"), "{stdout}");
     assert!(
         stdout.contains("  add         Add two integers."),
         "{stdout}"
