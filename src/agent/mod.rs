@@ -7,6 +7,7 @@
 //!   streamed, with bounded retries.
 //! - `tools`: read, write, edit (the engine, in the chosen edit format), bash,
 //!   grep, glob, list; every path through the [`Workspace`](crate::Workspace).
+//! - `mcp`: MCP servers' tools (`mcp__SERVER__TOOL`), through `rmcp`.
 //! - `permissions`: deny beats ask beats allow.
 //! - `sandbox`: the bash tool's OS sandbox (Landlock, a network namespace),
 //!   entered by `lancet sandbox` right before it becomes the command.
@@ -30,6 +31,7 @@ pub mod bench;
 pub mod config;
 pub(crate) mod context;
 pub mod guard;
+pub mod mcp;
 pub mod models;
 pub mod permissions;
 pub mod provider;

@@ -3261,3 +3261,375 @@ pub(crate) mod task {
         }
     }
 }
+
+/// MCP servers: the lines a tool result is made of, the errors of a call the
+/// model reads, the notes a person reads at start-up, and `lancet mcp list`.
+pub(crate) mod mcp {
+    use std::fmt::Display;
+    use std::time::Duration;
+
+    use super::arg;
+    use crate::agent::mcp::{ServerReport, State};
+    use crate::agent::permissions::Denial;
+    use crate::agent::tools::Refusal;
+
+    /// An image in a result (the model gets the line, not the bytes).
+    pub(crate) fn image(mime: &str, bytes: usize) -> String {
+        format!("[image: {mime}, {bytes} bytes]")
+    }
+
+    /// Audio in a result.
+    pub(crate) fn audio(mime: &str, bytes: usize) -> String {
+        format!("[audio: {mime}, {bytes} bytes]")
+    }
+
+    /// A link to a resource.
+    pub(crate) fn resource_link(
+        name: &str,
+        uri: &str,
+        mime: Option<&str>,
+        description: Option<&str>,
+    ) -> String {
+        let mut line = format!("[resource link: {name} <{uri}>");
+        if let Some(m) = mime {
+            line.push_str(&format!(" ({m})"));
+        }
+        line.push(']');
+        if let Some(d) = description.map(str::trim).filter(|d| !d.is_empty()) {
+            line.push_str(&format!(" {d}"));
+        }
+        line
+    }
+
+    /// An embedded text resource: a header line, then its text.
+    pub(crate) fn embedded_text(uri: &str, mime: Option<&str>, text: &str) -> String {
+        match mime {
+            Some(m) => format!("[resource: {uri} ({m})]\n{text}"),
+            None => format!("[resource: {uri}]\n{text}"),
+        }
+    }
+
+    /// An embedded binary resource.
+    pub(crate) fn embedded_blob(uri: &str, mime: Option<&str>, bytes: usize) -> String {
+        format!(
+            "[resource: {uri}, {}, {bytes} bytes]",
+            mime.unwrap_or("binary")
+        )
+    }
+
+    /// A kind of content lancet does not know.
+    pub(crate) fn unknown_content() -> String {
+        "[content of a kind lancet cannot show]".to_owned()
+    }
+
+    /// A result with nothing in it.
+    pub(crate) fn empty_result() -> String {
+        "(the tool returned nothing)".to_owned()
+    }
+
+    /// The description the model reads: the server's, and whose it is.
+    pub(crate) fn description(server: &str, description: &str) -> String {
+        let d = description.trim();
+        if d.is_empty() {
+            format!("(MCP server `{server}`)")
+        } else {
+            format!("{d} (MCP server `{server}`)")
+        }
+    }
+
+    /// A name the model called that no server offers.
+    pub(crate) fn unknown_tool(name: &str, offered: &[&str]) -> String {
+        if offered.is_empty() {
+            format!(
+                "There is no MCP tool `{}`: no MCP server offers any tool now.",
+                arg(name)
+            )
+        } else {
+            format!(
+                "There is no MCP tool `{}`. The MCP tools are: {}.",
+                arg(name),
+                offered.join(", ")
+            )
+        }
+    }
+
+    /// Arguments that are not a JSON object.
+    pub(crate) fn bad_arguments(name: &str, why: &str) -> String {
+        format!(
+            "The arguments of `{name}` could not be read: {why}. Send one JSON object matching the tool's schema."
+        )
+    }
+
+    /// Why arguments are not usable.
+    pub(crate) fn not_an_object() -> String {
+        "not a JSON object".to_owned()
+    }
+
+    /// The server answered the call with a JSON-RPC error.
+    pub(crate) fn refused_by_server(server: &str, tool: &str, why: &str) -> String {
+        format!(
+            "The MCP server `{server}` refused the call to `{tool}`: {}",
+            arg(why)
+        )
+    }
+
+    /// A call that did not answer in time.
+    pub(crate) fn timed_out(name: &str, after: Duration) -> String {
+        format!(
+            "`{name}` did not answer within {} s, so the call was cancelled; whether it did anything is unknown. Try a smaller request, or go on without it.",
+            after.as_secs_f64()
+        )
+    }
+
+    /// The server went away during the call.
+    pub(crate) fn died(server: &str, why: &str) -> String {
+        format!(
+            "The MCP server `{server}` stopped during the call ({why}); whether the call did anything is unknown. It is started again on the next call."
+        )
+    }
+
+    /// The server could not be reached.
+    pub(crate) fn unavailable(server: &str, why: &str) -> String {
+        format!("The MCP server `{server}` is not available: {why}")
+    }
+
+    /// A server switched off.
+    pub(crate) fn disabled() -> String {
+        "it is disabled in the configuration (enabled = false)".to_owned()
+    }
+
+    /// A server that stopped.
+    pub(crate) fn stopped() -> String {
+        "it stopped; it is started again on the next call".to_owned()
+    }
+
+    /// An answer that is not a tool result.
+    pub(crate) fn unexpected_answer() -> String {
+        "it answered with something that is not a tool result".to_owned()
+    }
+
+    /// No server of that name (`lancet mcp call`).
+    pub(crate) fn no_server(server: &str) -> String {
+        format!("There is no MCP server `{server}` in the configuration.")
+    }
+
+    /// The program could not be started.
+    pub(crate) fn spawn_failed(command: &str, e: &std::io::Error) -> String {
+        format!("`{command}` could not be started: {e}")
+    }
+
+    /// The handshake failed.
+    pub(crate) fn init_failed(e: &impl Display) -> String {
+        format!("the MCP handshake failed: {e}")
+    }
+
+    /// Listing the tools failed.
+    pub(crate) fn list_failed(e: &impl Display) -> String {
+        format!("listing its tools failed: {e}")
+    }
+
+    /// Start-up took too long.
+    pub(crate) fn start_timed_out(limit: Duration) -> String {
+        format!(
+            "it did not start and list its tools within {} s (startup_timeout)",
+            limit.as_secs_f64()
+        )
+    }
+
+    /// A header that HTTP cannot carry.
+    pub(crate) fn bad_header(name: &str) -> String {
+        format!("the header `{}` is not a valid HTTP header", arg(name))
+    }
+
+    /// `why`, with the last lines the server wrote on stderr.
+    pub(crate) fn with_stderr(why: &str, lines: &[String]) -> String {
+        let lines: Vec<&str> = lines
+            .iter()
+            .map(|l| l.trim())
+            .filter(|l| !l.is_empty())
+            .collect();
+        let last = &lines[lines.len().saturating_sub(5)..];
+        if last.is_empty() {
+            why.to_owned()
+        } else {
+            format!("{why}; its stderr ended: {}", last.join(" | "))
+        }
+    }
+
+    /// For the person, once at start-up: a server left out (one line,
+    /// whatever the error it quotes holds).
+    pub(crate) fn not_started(server: &str, why: &str) -> String {
+        let why: Vec<&str> = why.split_whitespace().collect();
+        format!(
+            "MCP server `{server}` is left out of this session: {}",
+            why.join(" ")
+        )
+    }
+
+    /// For the person, once: two tools with one name.
+    pub(crate) fn collision(name: &str, first: (&str, &str), second: (&str, &str)) -> String {
+        format!(
+            "MCP tool `{}` of server `{}` is not offered: its name `{name}` is already `{}` of `{}` (names are cut to 64 letters, digits, `-` and `_`)",
+            second.1, second.0, first.1, first.0
+        )
+    }
+
+    /// A call the permissions stopped.
+    pub(crate) fn refused(name: &str, refusal: &Refusal) -> String {
+        match refusal {
+            Refusal::Denied(Denial::ReadOnly) => format!(
+                "Permission denied: `{name}`. This session is read-only, and an MCP tool may change things outside lancet's view, so it runs only when an allow rule names it. Work without it, and say what you would do."
+            ),
+            Refusal::Denied(d) => format!(
+                "Permission denied: `{name}` ({d}). Do not retry it; continue without it or explain what you need."
+            ),
+            Refusal::Declined => format!(
+                "The user declined `{name}`. Nothing was done. Do not retry it unchanged; continue another way or ask the user."
+            ),
+            Refusal::NoTerminal => format!(
+                "Permission needed: `{name}` needs the user's confirmation, and there is no terminal to ask on, so it was refused and nothing was done. (The user can allow it by running with --yes or --permission auto, or with an allow rule such as `{name}`.)"
+            ),
+        }
+    }
+
+    /// `lancet mcp list`: each server, its state, its tools.
+    pub(crate) fn list(servers: &[ServerReport]) -> String {
+        if servers.is_empty() {
+            return "No MCP servers are configured (add [mcp.servers.NAME] to ~/.config/lancet/config.toml or .lancet.toml).".to_owned();
+        }
+        let mut out = String::new();
+        for s in servers {
+            let state = match &s.state {
+                State::Connected => {
+                    let n = s.tools.len();
+                    format!(
+                        "connected, {n} tool{} (offered as mcp__{}__TOOL)",
+                        if n == 1 { "" } else { "s" },
+                        s.name
+                    )
+                }
+                State::Starting => "not started".to_owned(),
+                State::Disabled => "disabled".to_owned(),
+                State::Failed(why) => format!("failed: {why}"),
+            };
+            out.push_str(&format!("{}: {state}\n", s.name));
+            if s.state == State::Connected {
+                let width = s.tools.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+                for (name, description) in &s.tools {
+                    let line = format!("  {name:width$}  {description}");
+                    out.push_str(line.trim_end());
+                    out.push('\n');
+                }
+            }
+        }
+        out.pop();
+        out
+    }
+
+    #[cfg(test)]
+    mod mcp_tests {
+        use super::*;
+
+        #[test]
+        fn mcp_words() {
+            let servers = vec![
+                ServerReport {
+                    name: "everything".into(),
+                    state: State::Connected,
+                    tools: vec![
+                        ("echo".into(), "Echoes back the input string".into()),
+                        ("get-sum".into(), "Returns the sum of two numbers".into()),
+                    ],
+                },
+                ServerReport {
+                    name: "off".into(),
+                    state: State::Disabled,
+                    tools: vec![],
+                },
+                ServerReport {
+                    name: "py".into(),
+                    state: State::Failed(with_stderr(
+                        &spawn_failed(
+                            "python3",
+                            &std::io::Error::from(std::io::ErrorKind::NotFound),
+                        ),
+                        &["Traceback".into(), "ImportError: mcp".into()],
+                    )),
+                    tools: vec![],
+                },
+            ];
+            let words = [
+                ("image", image("image/png", 68)),
+                ("audio", audio("audio/wav", 1024)),
+                (
+                    "resource_link",
+                    resource_link("a.txt", "file:///a.txt", Some("text/plain"), Some("A file")),
+                ),
+                (
+                    "embedded_text",
+                    embedded_text("file:///b", Some("text/plain"), "bee"),
+                ),
+                ("embedded_blob", embedded_blob("file:///c", None, 12)),
+                ("unknown_content", unknown_content()),
+                ("empty_result", empty_result()),
+                ("description", description("everything", "Adds.\n")),
+                (
+                    "unknown_tool",
+                    unknown_tool("mcp__x__y", &["mcp__everything__echo"]),
+                ),
+                ("unknown_tool_none", unknown_tool("mcp__x__y", &[])),
+                (
+                    "bad_arguments",
+                    bad_arguments("mcp__a__b", &not_an_object()),
+                ),
+                (
+                    "refused_by_server",
+                    refused_by_server("a", "b", "Unknown tool: b"),
+                ),
+                (
+                    "timed_out",
+                    timed_out("mcp__a__b", Duration::from_millis(1500)),
+                ),
+                ("died", died("a", "Transport closed")),
+                ("unavailable", unavailable("a", &disabled())),
+                ("stopped", stopped()),
+                ("unexpected_answer", unexpected_answer()),
+                ("no_server", no_server("a")),
+                ("init_failed", init_failed(&"connection closed")),
+                ("list_failed", list_failed(&"Transport closed")),
+                ("start_timed_out", start_timed_out(Duration::from_secs(30))),
+                ("bad_header", bad_header("bad name")),
+                ("not_started", not_started("a", "why,\n  on two lines")),
+                (
+                    "collision",
+                    collision("mcp__a__b_c", ("a", "b.c"), ("a", "b c")),
+                ),
+                (
+                    "refused_read_only",
+                    refused("mcp__a__b", &Refusal::Denied(Denial::ReadOnly)),
+                ),
+                (
+                    "refused_rule",
+                    refused(
+                        "mcp__a__b",
+                        &Refusal::Denied(Denial::Rule {
+                            rule: "mcp__a__*".into(),
+                        }),
+                    ),
+                ),
+                ("refused_declined", refused("mcp__a__b", &Refusal::Declined)),
+                (
+                    "refused_no_terminal",
+                    refused("mcp__a__b", &Refusal::NoTerminal),
+                ),
+                ("list", list(&servers)),
+                ("list_empty", list(&[])),
+            ];
+            let mut out = String::new();
+            for (name, text) in words {
+                out.push_str(&format!("--- {name}\n{text}\n"));
+            }
+            insta::assert_snapshot!(out);
+        }
+    }
+}

@@ -34,6 +34,8 @@ mod fuzz_regressions;
 mod layout;
 #[cfg(feature = "agent")]
 mod llm_server;
+#[cfg(all(feature = "agent", unix))]
+mod mcp;
 mod props;
 mod security;
 #[cfg(all(feature = "agent", unix))]

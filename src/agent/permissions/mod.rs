@@ -17,6 +17,11 @@
 //! 6. Otherwise the mode decides: `auto` allows; `ask` allows the read tools
 //!    and `bash` commands on the read-only allowlist, and asks for the rest.
 //!
+//! **MCP tools** (`mcp__SERVER__TOOL`) follow the same order with one
+//! difference: read-only mode refuses them unless an allow rule names them.
+//! A server may call a tool read-only (`readOnlyHint`), but that is the
+//! server's word, not the user's; an allow rule is the user's.
+//!
 //! The parts live beside this file: the rule syntax and matching (`rules`),
 //! splitting a command line into simple commands (`shell`), the
 //! always-refused list (`destructive`), the read-only allowlist (`allow`),
@@ -267,6 +272,9 @@ impl Permissions {
     /// Whether `tool` may run on `subject` (see the module docs for the order).
     pub fn check(&self, tool: &str, subject: &str) -> Decision {
         let tool = tool.to_ascii_lowercase();
+        if tool.starts_with(rules::MCP_PREFIX) {
+            return self.check_mcp(&tool);
+        }
         if tool == "bash" {
             self.check_command(subject)
         } else {
@@ -322,6 +330,27 @@ impl Permissions {
             .iter()
             .all(|s| self.allow.iter().any(|r| r.covers(tool) && r.matches(s)));
         if allowed || self.mode == Mode::Auto || read_tool {
+            Decision::Allow
+        } else {
+            Decision::Ask
+        }
+    }
+
+    /// An MCP tool: deny, then read-only (unless allowed by a rule), ask,
+    /// allow, the mode.
+    fn check_mcp(&self, tool: &str) -> Decision {
+        let any = |list: &[Rule]| list.iter().find(|r| r.covers(tool)).map(Rule::to_string);
+        if let Some(rule) = any(&self.deny) {
+            return Decision::Deny(Denial::Rule { rule });
+        }
+        let allowed = any(&self.allow).is_some();
+        if self.mode == Mode::ReadOnly && !allowed {
+            return Decision::Deny(Denial::ReadOnly);
+        }
+        if any(&self.ask).is_some() {
+            return Decision::Ask;
+        }
+        if allowed || self.mode == Mode::Auto {
             Decision::Allow
         } else {
             Decision::Ask
@@ -405,6 +434,48 @@ mod tests {
 
     pub(super) fn rules(list: &[&str]) -> Vec<Rule> {
         list.iter().map(|r| Rule::parse(r).unwrap()).collect()
+    }
+
+    /// MCP tools: rules by name (globs over a server's tools), ask by
+    /// default, and read-only mode refuses them unless an allow rule names them.
+    #[test]
+    fn mcp_tools_are_ruled_by_name() {
+        let echo = "mcp__everything__echo";
+        assert_eq!(Permissions::new(Mode::Ask).check(echo, ""), Decision::Ask);
+        assert_eq!(
+            Permissions::new(Mode::Auto).check(echo, ""),
+            Decision::Allow
+        );
+        assert_eq!(
+            Permissions::new(Mode::ReadOnly).check(echo, ""),
+            Decision::Deny(Denial::ReadOnly)
+        );
+        let allowed =
+            Permissions::new(Mode::ReadOnly).with(Effect::Allow, rules(&["mcp__everything__echo"]));
+        assert_eq!(allowed.check(echo, ""), Decision::Allow);
+        assert_eq!(
+            allowed.check("mcp__everything__get-env", ""),
+            Decision::Deny(Denial::ReadOnly)
+        );
+        let server = Permissions::new(Mode::Ask)
+            .with(Effect::Allow, rules(&["mcp__everything__*"]))
+            .with(Effect::Deny, rules(&["mcp__everything__get-env"]));
+        assert_eq!(server.check(echo, ""), Decision::Allow);
+        assert_eq!(server.check("mcp__other__echo", ""), Decision::Ask);
+        assert!(matches!(
+            server.check("mcp__everything__get-env", ""),
+            Decision::Deny(Denial::Rule { .. })
+        ));
+        let all = Permissions::new(Mode::Auto).with(Effect::Deny, rules(&["mcp__*"]));
+        assert!(matches!(all.check(echo, ""), Decision::Deny(_)));
+        // Built-in tools' rules never cover MCP tools, nor the reverse.
+        let bash = Permissions::new(Mode::Auto).with(Effect::Deny, rules(&["bash", "read"]));
+        assert_eq!(bash.check(echo, ""), Decision::Allow);
+        let mcp = Permissions::new(Mode::Auto).with(Effect::Deny, rules(&["mcp__*"]));
+        assert_eq!(mcp.check("bash", "ls"), Decision::Allow);
+        // A pattern means nothing to an MCP rule, and `*` only to MCP rules.
+        assert!(Rule::parse("mcp__a__b(x)").is_err());
+        assert!(Rule::parse("ba*sh").is_err());
     }
 
     #[test]

@@ -7,6 +7,11 @@
 //! covers `write`: both change files. A `read` rule covers every tool that
 //! reads: `read`, `grep`, `glob` and `list`.
 //!
+//! An MCP tool's rule names the tool as the model sees it, `mcp__SERVER__TOOL`,
+//! and its name may hold `*` (`mcp__github__*`: every tool of one server,
+//! `mcp__*`: every MCP tool); it takes no pattern (an MCP call's arguments are
+//! the server's business, not a path or a command).
+//!
 //! A path is matched as written (normalised: [`normalize_path`]) and as it
 //! really resolves ([`real`]: symlinks followed, relative to the root), so a
 //! symlink to `.env` is `.env` to `read(.env)`. Hard links and bind mounts
@@ -47,7 +52,12 @@ pub struct Rule {
     text: String,
     tool: String,
     pattern: Option<(String, GlobMatcher)>,
+    /// An MCP rule whose name holds `*`: the glob over tool names.
+    tools: Option<GlobMatcher>,
 }
+
+/// The prefix of every MCP tool's name.
+pub(super) const MCP_PREFIX: &str = "mcp__";
 
 impl Rule {
     /// Reads `tool` or `tool(pattern)`. Tool names are compared without
@@ -65,11 +75,24 @@ impl Rule {
                 (tool.trim(), (!inner.is_empty()).then_some(inner))
             }
         };
-        let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
-        if tool.is_empty() || !tool.chars().all(valid) {
+        let tool = tool.to_ascii_lowercase();
+        let mcp = tool.starts_with(MCP_PREFIX);
+        let valid =
+            |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-' || (mcp && c == '*');
+        if tool.is_empty() || !tool.chars().all(valid) || (mcp && pattern.is_some()) {
             return Err(syntax());
         }
-        let tool = tool.to_ascii_lowercase();
+        let tools = if mcp && tool.contains('*') {
+            let glob = GlobBuilder::new(&tool)
+                .build()
+                .map_err(|e| RuleError::Pattern {
+                    rule: text.to_owned(),
+                    why: e.kind().to_string(),
+                })?;
+            Some(glob.compile_matcher())
+        } else {
+            None
+        };
         let pattern = match pattern {
             None | Some("*") | Some("**") => None,
             Some(p) => {
@@ -95,6 +118,7 @@ impl Rule {
             text: text.to_owned(),
             tool,
             pattern,
+            tools,
         })
     }
 
@@ -112,6 +136,7 @@ impl Rule {
     /// `read` rule covers every tool that reads).
     pub(super) fn covers(&self, tool: &str) -> bool {
         self.tool == tool
+            || self.tools.as_ref().is_some_and(|g| g.is_match(tool))
             || (self.tool == "edit" && tool == "write")
             || (self.tool == "read" && matches!(tool, "grep" | "glob" | "list"))
     }

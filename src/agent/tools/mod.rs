@@ -19,7 +19,10 @@
 //! holds the plain data the words module phrases; `agents` holds what the
 //! agents of one run share (sub-agents' tools are made by [`Tools::child`]:
 //! the same workspace, permissions and prompter, their own read records,
-//! a lock on each file they edit). A new tool is one
+//! a lock on each file they edit). MCP servers' tools
+//! (`mcp__SERVER__TOOL`) come from the shared [`McpHub`] when one is set
+//! ([`Tools::with_mcp`]): their specs follow the built-in ones and their
+//! calls go through the same permission check. A new tool is one
 //! function in one of those files, one line of dispatch here, and its words.
 //!
 //! Owns: the tools' arguments and what they do. Does not own: the words the
@@ -31,6 +34,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
+use super::mcp::McpHub;
 use super::permissions::{Answer, Decision, Permissions, Prompter, Question};
 use super::types::ToolSpec;
 use super::words;
@@ -76,6 +82,8 @@ pub struct Tools {
     /// A sub-agent's tools: its id and the tools it may call (`None`: the
     /// top-level agent, every tool).
     child: Option<(String, Vec<String>)>,
+    /// MCP servers' tools, shared (a child agent's tools clone the `Arc`).
+    mcp: Option<Arc<McpHub>>,
 }
 
 impl std::fmt::Debug for Tools {
@@ -108,6 +116,7 @@ impl Tools {
             claims: shared.claims(None),
             shared,
             child: None,
+            mcp: None,
         }
     }
 
@@ -150,6 +159,7 @@ impl Tools {
             claims: self.shared.claims(Some(agent.to_owned())),
             shared: self.shared.clone(),
             child: Some((agent.to_owned(), names)),
+            mcp: self.mcp.clone(),
         }
     }
 
@@ -180,6 +190,17 @@ impl Tools {
         })
     }
 
+    /// The same tools, offering the hub's MCP tools too.
+    pub fn with_mcp(mut self, hub: Arc<McpHub>) -> Tools {
+        self.mcp = Some(hub);
+        self
+    }
+
+    /// The MCP hub, when there is one.
+    pub fn mcp(&self) -> Option<&Arc<McpHub>> {
+        self.mcp.as_ref()
+    }
+
     /// The workspace.
     pub fn workspace(&self) -> &Workspace {
         &self.ws
@@ -205,8 +226,8 @@ impl Tools {
     }
 
     /// The tools the model may call: all seven, without `edit` in text
-    /// mode, and `task` when [`Tools::tasks`] says so; a sub-agent's, only
-    /// those it was given.
+    /// mode, then the MCP servers' tools, and `task` when [`Tools::tasks`]
+    /// says so; a sub-agent's, only those it was given.
     pub fn specs(&self) -> Vec<ToolSpec> {
         let c = &self.config;
         let mut specs: Vec<ToolSpec> = Tool::ALL
@@ -214,6 +235,9 @@ impl Tools {
             .filter(|t| !(c.text_mode && *t == Tool::Edit))
             .map(|t| words::spec(t, c))
             .collect();
+        if let Some(hub) = &self.mcp {
+            specs.extend(hub.specs());
+        }
         if let Some(tasks) = self.tasks() {
             let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
             specs.push(words::task::spec(tasks.max_turns, tasks.parallel, &names));
@@ -231,6 +255,11 @@ impl Tools {
             .child
             .as_ref()
             .is_none_or(|(_, names)| names.iter().any(|n| n == name));
+        if given && name.starts_with(super::mcp::PREFIX) {
+            if let Some(hub) = self.mcp.clone() {
+                return self.mcp_call(&hub, name, arguments).await;
+            }
+        }
         let tool = match Tool::from_name(name).filter(|_| given) {
             Some(Tool::Edit) if self.config.text_mode => {
                 return ToolOutcome::error(words::no_edit_tool(self.config.format));
@@ -262,6 +291,49 @@ impl Tools {
             Tool::Grep => self.grep(typed!()),
             Tool::Glob => self.glob(typed!()),
             Tool::List => self.list(typed!()),
+        }
+    }
+
+    /// An MCP tool's call: asked about (or allowed, or refused) by its
+    /// name, then sent to the hub.
+    async fn mcp_call(&mut self, hub: &McpHub, name: &str, arguments: &str) -> ToolOutcome {
+        if hub.offers(name) {
+            let refusal = match self.permissions.check(name, "") {
+                Decision::Allow => None,
+                Decision::Deny(d) => Some(Refusal::Denied(d)),
+                Decision::Ask => {
+                    let question = Question {
+                        tool: name,
+                        subject: arguments,
+                        detail: "",
+                    };
+                    match self.prompter.confirm(&question) {
+                        Answer::Yes => None,
+                        Answer::No => Some(Refusal::Declined),
+                        Answer::NoTerminal => Some(Refusal::NoTerminal),
+                    }
+                }
+            };
+            if let Some(refusal) = refusal {
+                let mut content = words::mcp::refused(name, &refusal);
+                if refusal == Refusal::Declined {
+                    if let Some(reason) = self.prompter.reason() {
+                        content.push_str(&words::session::declined_because(&reason));
+                    }
+                }
+                return ToolOutcome {
+                    content,
+                    is_error: true,
+                    edit: None,
+                    refusal: Some(refusal),
+                    attempt: None,
+                };
+            }
+        }
+        let outcome = hub.call(name, arguments).await;
+        ToolOutcome {
+            is_error: outcome.is_error(),
+            ..ToolOutcome::ok(outcome.content)
         }
     }
 

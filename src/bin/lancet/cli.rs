@@ -126,6 +126,9 @@ pub(crate) enum Command {
     /// The benchmark: tasks × models × formats × modes, through the agent loop.
     #[cfg(feature = "agent")]
     Bench(BenchArgs),
+    /// MCP servers from the configuration: list them and their tools, or call one tool.
+    #[cfg(feature = "agent")]
+    Mcp(crate::mcp::McpArgs),
 }
 
 /// Every format's command-line name, in [`Format::ALL`]'s order.

@@ -14,6 +14,8 @@ mod error;
 #[cfg(feature = "agent")]
 mod markdown;
 #[cfg(feature = "agent")]
+mod mcp;
+#[cfg(feature = "agent")]
 mod run;
 #[cfg(feature = "agent")]
 mod sandbox;
@@ -66,6 +68,8 @@ fn main() -> ExitCode {
         Command::Sandbox(args) => Ok(Exit::Sandbox(sandbox::sandbox(args))),
         #[cfg(feature = "agent")]
         Command::Bench(args) => bench::bench(&args),
+        #[cfg(feature = "agent")]
+        Command::Mcp(args) => mcp::mcp(&args),
     };
     match result {
         Ok(exit) => exit.into(),

@@ -105,6 +105,12 @@ fn check_urls(layer: &Layer, file: &Path) -> Result<(), Error> {
 /// The configuration files, merged: the defaults, the user's file, and the
 /// project's `.lancet.toml` as far as the user trusts it.
 pub(crate) fn layers(args: &RunArgs, root: &Path) -> Result<Layer, Error> {
+    layers_trusting(args.trust, root)
+}
+
+/// [`layers`], with `--trust` given as `trust` (`lancet mcp` has the same
+/// question and the same answer).
+pub(crate) fn layers_trusting(trust: bool, root: &Path) -> Result<Layer, Error> {
     let settings::Files {
         layer,
         trusted,
@@ -120,7 +126,7 @@ pub(crate) fn layers(args: &RunArgs, root: &Path) -> Result<Layer, Error> {
     let chosen = if narrowed.ignored.is_empty() {
         narrowed
     } else if trusts(
-        args,
+        trust,
         root,
         &text,
         &trusted,
@@ -151,7 +157,7 @@ pub(crate) fn layers(args: &RunArgs, root: &Path) -> Result<Layer, Error> {
 /// `entries`, or now (`--trust`, or yes on a terminal), which is remembered
 /// in `user_file`.
 fn trusts(
-    args: &RunArgs,
+    trust: bool,
     root: &Path,
     text: &str,
     entries: &[Trusted],
@@ -163,7 +169,7 @@ fn trusts(
     if trust::is_trusted(entries, root, &sha256) {
         return true;
     }
-    let now = args.trust || (std::io::stdin().is_terminal() && trust::ask(&file, wanted));
+    let now = trust || (std::io::stdin().is_terminal() && trust::ask(&file, wanted));
     if !now {
         return false;
     }
@@ -390,9 +396,27 @@ pub(crate) struct Prepared {
     agents: Option<String>,
     /// The system prompt's note on the sandbox.
     sandbox_note: String,
+    /// The MCP servers, once started on the run's runtime ([`Prepared::start_mcp`]).
+    pub(crate) mcp: Option<std::sync::Arc<lancet::agent::mcp::McpHub>>,
 }
 
 impl Prepared {
+    /// Starts the configured MCP servers on `runtime` (their connections
+    /// live there), saying once on stderr which were left out and why.
+    pub(crate) fn start_mcp(&mut self, runtime: &tokio::runtime::Runtime) {
+        self.mcp = crate::mcp::start(&self.s.layer, self.ws.root(), self.tc.max_output, runtime);
+    }
+
+    /// The tools over the workspace, with `tc` and `prompter`, offering the
+    /// MCP servers' tools.
+    pub(crate) fn tools(&self, tc: ToolsConfig, prompter: Box<dyn Prompter>) -> Tools {
+        let tools = Tools::new(self.ws.clone(), tc, self.rules.clone(), prompter);
+        match &self.mcp {
+            Some(hub) => tools.with_mcp(hub.clone()),
+            None => tools,
+        }
+    }
+
     /// The system prompt for an edit format and mode.
     pub(crate) fn system(&self, format: lancet::Format, text_mode: bool) -> String {
         let mut system =
@@ -483,6 +507,7 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Error> {
         agents,
         sandbox_note: sandbox::prompt_note(jail.enforced.as_ref()),
         s,
+        mcp: None,
     })
 }
 
@@ -491,7 +516,14 @@ pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
         // No task (on a terminal: the parser says so otherwise): a session.
         return crate::session::session(args);
     };
-    let p = prepare(args)?;
+    let mut p = prepare(args)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)?;
+    p.start_mcp(&runtime);
+    let p = p;
     let provider_failed = |source| p.provider_failed(source);
     let prompter: Box<dyn Prompter> = if std::io::stdin().is_terminal() {
         Box::new(Terminal)
@@ -503,7 +535,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
     }
     let config = p.config();
     let (s, models, provider) = (&p.s, &p.models, &p.provider);
-    let mut tools = Tools::new(p.ws.clone(), p.tc.clone(), p.rules.clone(), prompter);
+    let mut tools = p.tools(p.tc.clone(), prompter);
     // The transcript: the last one continued, or a new one.
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -542,11 +574,6 @@ pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
             "sandbox": p.jail,
         }));
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(Error::Runtime)?;
     // Whether stdout ends mid-line (streamed text without its newline).
     let mut open_line = false;
     // The repetition guard's finding, for the closing line.
@@ -569,7 +596,11 @@ pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
         }
     });
     // Nothing a command started outlives lancet, however the run ended
-    // (before anything is printed: after SIGHUP the terminal may be gone).
+    // (before anything is printed: after SIGHUP the terminal may be gone);
+    // the MCP servers are closed first (their processes are ended either way).
+    if let Some(hub) = &p.mcp {
+        runtime.block_on(hub.shutdown());
+    }
     lancet::agent::tools::end_descendants();
     if open_line && !json {
         println!();

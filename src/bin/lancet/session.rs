@@ -68,13 +68,14 @@ struct State {
 }
 
 pub(crate) fn session(args: &RunArgs) -> Result<Exit, Error> {
-    let p = prepare(args)?;
+    let mut p = prepare(args)?;
     let root = p.ws.root().to_path_buf();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(Error::Runtime)?;
+    p.start_mcp(&runtime);
     // Ctrl-C while a turn runs (the terminal is cooked then; at the prompt
     // the line editor reads it as a key): a flag for a question that waits,
     // and a counter a turn waits on.
@@ -232,7 +233,7 @@ fn tools(
         cut.clone(),
         approved.clone(),
     );
-    Tools::new(p.ws.clone(), tc, p.rules.clone(), Box::new(asker))
+    p.tools(tc, Box::new(asker))
 }
 
 /// The current time in milliseconds (a transcript's id).
