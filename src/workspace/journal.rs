@@ -1,5 +1,9 @@
 //! The undo journal: one entry per commit under `.lancet/undo/<id>/`, holding
-//! `manifest.json` and the originals in `files/`.
+//! `manifest.json` and the originals beside it, named `0`, `1`, … (one
+//! directory an entry: a subdirectory cost every apply a `mkdir`, an open and
+//! a close, and ext4 allocates a block for each new directory). Entries an
+//! earlier lancet wrote keep their originals in a `files/` subdirectory;
+//! undo reads them from there and removal deletes them there.
 //!
 //! An entry is written through the handle of `.lancet/undo` (see
 //! [`state`](super::state)): its directory is made with mode 0700, the copies
@@ -12,7 +16,7 @@
 //! A manifest read back is data from a directory anyone with write access to
 //! the project could have edited, so [`load`] validates it field by field
 //! before anything acts on it: a saved copy is a plain name inside its
-//! entry's `files/` (digits, as lancet writes them), every saved copy carries
+//! entry (digits, as lancet writes them, so never the manifest's name), every saved copy carries
 //! the hash it must have, modes keep only the permission bits (0o777), paths
 //! appear once. What is wrong is named in [`JournalProblem`].
 //!
@@ -41,8 +45,9 @@ use super::{WorkspaceError, content_hash, io_at};
 const MANIFEST: &str = "manifest.json";
 /// The manifest while it is being written.
 const MANIFEST_TMP: &str = "manifest.json.tmp";
-/// The directory of saved originals in an entry.
-const FILES: &str = "files";
+/// The directory of saved originals in an entry an earlier lancet wrote
+/// (this one writes them into the entry itself).
+const LEGACY_FILES: &str = "files";
 /// A manifest larger than this is not one lancet wrote (it lists paths and hashes).
 const MANIFEST_MAX: u64 = 16 << 20;
 /// How many pruned entries wait in `.lancet/pruned/` before an apply deletes
@@ -87,7 +92,8 @@ pub enum JournalProblem {
     },
     /// Something in the entry is not a regular file or directory as lancet made it.
     NotRegular {
-        /// Its name inside the entry (`manifest.json`, `files/0`).
+        /// Its name inside the entry (`manifest.json`, `0`; `files/0` in an
+        /// entry an earlier lancet wrote).
         name: String,
         /// What it is.
         found: FileKind,
@@ -131,7 +137,7 @@ struct Stored {
 struct StoredEntry {
     path: String,
     existed: bool,
-    /// Name of the saved original under `files/` (present exactly when `existed`).
+    /// Name of the saved original in the entry (present exactly when `existed`).
     saved: Option<String>,
     mode: Option<u32>,
     /// Hash of the content the commit left; `None` when it deleted the file.
@@ -156,7 +162,7 @@ pub(crate) struct Manifest {
 pub(crate) struct Entry {
     /// The path as the commit was given it (confined again before use).
     pub(crate) path: String,
-    /// The saved original: its name under `files/` and its hash.
+    /// The saved original: its name in the entry and its hash.
     pub(crate) saved: Option<(String, u64)>,
     /// Permission bits the original had (masked to 0o777).
     pub(crate) mode: Option<u32>,
@@ -175,33 +181,33 @@ pub(crate) struct Record<'a> {
     pub(crate) source: Option<(&'a Dir, &'a OsStr, Meta)>,
 }
 
-/// What [`write`] left in an entry's `files/`: every saved copy, and those of
-/// them that are hard links to the originals (to be made private by
-/// [`privatize`] once the commit has renamed the originals away).
+/// What [`write`] saved in an entry: every saved copy, and those of them
+/// that are hard links to the originals (to be made private by [`privatize`]
+/// once the commit has renamed the originals away).
 #[derive(Debug, Default)]
 pub(crate) struct Saved {
     pub(crate) copies: Vec<String>,
     pub(crate) linked: Vec<String>,
-    /// The entry's `files/`, still open for [`privatize`] (`None` when
+    /// The entry's directory, still open for [`privatize`] (`None` when
     /// nothing was linked).
-    files: Option<Dir>,
+    entry: Option<Dir>,
 }
 
-/// Links the original `from` in `src` into `files` as `to`, when that gives
+/// Links the original `from` in `src` into `entry` as `to`, when that gives
 /// the journal exactly the file that was read: a regular file with no other
 /// name (so nothing else can write to it through one), the same device,
 /// inode, size and mtime as `read`. Anything else (a file system without
 /// hard links, a cross-device `.lancet/`, `protected_hardlinks` refusing
 /// another user's file, a file swapped since) leaves nothing and says false:
 /// the caller copies instead.
-fn link_original(files: &Dir, src: &Dir, from: &OsStr, read: &Meta, to: &OsStr) -> bool {
-    if read.nlink != 1 || files.link_from(src, from, to).is_err() {
+fn link_original(entry: &Dir, src: &Dir, from: &OsStr, read: &Meta, to: &OsStr) -> bool {
+    if read.nlink != 1 || entry.link_from(src, from, to).is_err() {
         return false;
     }
-    let same = matches!(files.stat(to), Ok(Some(m))
+    let same = matches!(entry.stat(to), Ok(Some(m))
         if m.kind == FileKind::Regular && m.nlink == 2 && m.identity() == read.identity());
     if !same {
-        let _ = files.unlink(to);
+        let _ = entry.unlink(to);
     }
     same
 }
@@ -212,15 +218,14 @@ fn link_original(files: &Dir, src: &Dir, from: &OsStr, read: &Meta, to: &OsStr) 
 /// original's mode (another user's file, which only its owner may chmod) is
 /// still out of everyone else's reach.
 ///
-/// Through the handle [`write`] kept of the entry's `files/` (not opened
-/// again by name).
+/// Through the handle [`write`] kept of the entry (not opened again by name).
 pub(crate) fn privatize(saved: &Saved) {
-    let Some(files) = &saved.files else {
+    let Some(entry) = &saved.entry else {
         return;
     };
     for name in &saved.linked {
         // `link_original` has looked at each linked copy and seen a regular file.
-        if let Ok((file, m)) = files.open_read_seen(OsStr::new(name)) {
+        if let Ok((file, m)) = entry.open_read_seen(OsStr::new(name)) {
             if m.mode & 0o7777 != FILE_MODE {
                 let _ = super::dirs::set_mode(&file, FILE_MODE);
             }
@@ -272,12 +277,6 @@ pub(crate) fn write(
             .dir()
             .open_dir(entry_name)
             .map_err(io_at(&undo.path().join(id)))?;
-        entry
-            .make_dir(OsStr::new(FILES), DIR_MODE)
-            .map_err(io_at(&at(FILES)))?;
-        let files = entry
-            .open_dir(OsStr::new(FILES))
-            .map_err(io_at(&at(FILES)))?;
         let mut stored = Vec::with_capacity(records.len());
         for (n, r) in records.iter().enumerate() {
             let name = n.to_string();
@@ -285,13 +284,13 @@ pub(crate) fn write(
                 let to = OsStr::new(&name);
                 let link = r
                     .source
-                    .is_some_and(|(src, from, read)| link_original(&files, src, from, &read, to));
+                    .is_some_and(|(src, from, read)| link_original(&entry, src, from, &read, to));
                 if link {
                     written.push(name.clone());
                     linked.push(name.clone());
                 } else {
-                    let path = at(&format!("{FILES}/{name}"));
-                    let mut f = files.create_new(to, FILE_MODE).map_err(io_at(&path))?;
+                    let path = at(&name);
+                    let mut f = entry.create_new(to, FILE_MODE).map_err(io_at(&path))?;
                     written.push(name.clone());
                     f.write_all(bytes).map_err(io_at(&path))?;
                 }
@@ -319,12 +318,12 @@ pub(crate) fn write(
         entry
             .rename(OsStr::new(MANIFEST_TMP), &entry, OsStr::new(MANIFEST))
             .map_err(io_at(&at(MANIFEST)))?;
-        Ok(files)
+        Ok(entry)
     })();
     match result {
-        Ok(files) => Ok(Saved {
+        Ok(entry) => Ok(Saved {
             copies: written,
-            files: (!linked.is_empty()).then_some(files),
+            entry: (!linked.is_empty()).then_some(entry),
             linked,
         }),
         Err(e) => {
@@ -340,24 +339,29 @@ pub(crate) fn discard(undo: &StateDir, id: &str, copies: &[String]) {
     remove_names(undo.dir(), id, copies);
 }
 
-/// Removes entry `id`'s copies named in `copies`, its `files/`, its manifest
-/// (or the one being written) and the entry itself, each only if it is what
-/// lancet made there (a regular file, an empty directory). The manifest goes
-/// even when something foreign keeps `files/`: the entry is then no longer
-/// one lancet would undo or prune.
+/// Removes entry `id`'s copies named in `copies` (and, in an entry an
+/// earlier lancet wrote, its `files/`), its manifest (or the one being
+/// written) and the entry itself, each only if it is what lancet made there
+/// (a regular file, an empty directory). The manifest goes even when
+/// something foreign keeps the entry: it is then no longer one lancet would
+/// undo or prune.
 fn remove_names(undo: &Dir, id: &str, copies: &[String]) {
     let Ok(entry) = undo.open_dir(OsStr::new(id)) else {
         return;
     };
-    if let Ok(files) = entry.open_dir(OsStr::new(FILES)) {
+    let unlink_copies = |dir: &Dir| {
         for name in copies {
             let os = OsStr::new(name);
-            if matches!(files.stat(os), Ok(Some(m)) if m.kind == FileKind::Regular) {
-                let _ = files.unlink(os);
+            if matches!(dir.stat(os), Ok(Some(m)) if m.kind == FileKind::Regular) {
+                let _ = dir.unlink(os);
             }
         }
+    };
+    unlink_copies(&entry);
+    if let Ok(files) = entry.open_dir(OsStr::new(LEGACY_FILES)) {
+        unlink_copies(&files);
         drop(files);
-        let _ = entry.remove_dir(OsStr::new(FILES));
+        let _ = entry.remove_dir(OsStr::new(LEGACY_FILES));
     }
     for name in [MANIFEST_TMP, MANIFEST] {
         let os = OsStr::new(name);
@@ -495,9 +499,19 @@ pub(crate) fn copy(
     path: &str,
     limit: u64,
 ) -> Result<Vec<u8>, WorkspaceError> {
-    let abs = undo.path().join(id).join(FILES).join(saved);
+    let mut abs = undo.path().join(id).join(saved);
     let entry = undo.dir().open_dir(OsStr::new(id)).map_err(io_at(&abs))?;
-    let files = entry.open_dir(OsStr::new(FILES)).map_err(io_at(&abs))?;
+    // An entry an earlier lancet wrote keeps its copies in `files/`; one of
+    // this layout has none (and a `files` that is not a directory is no one's).
+    let legacy = OsStr::new(LEGACY_FILES);
+    let (files, shown) = match entry.stat(legacy).map_err(io_at(&abs))? {
+        Some(m) if m.kind == FileKind::Directory => {
+            abs = undo.path().join(id).join(LEGACY_FILES).join(saved);
+            let files = entry.open_dir(legacy).map_err(io_at(&abs))?;
+            (files, format!("{LEGACY_FILES}/{saved}"))
+        }
+        _ => (entry, saved.to_owned()),
+    };
     let name = OsStr::new(saved);
     match files.stat(name).map_err(io_at(&abs))? {
         None => {
@@ -512,7 +526,7 @@ pub(crate) fn copy(
             return Err(corrupt(
                 id,
                 JournalProblem::NotRegular {
-                    name: format!("{FILES}/{saved}"),
+                    name: shown,
                     found: m.kind,
                 },
             ));

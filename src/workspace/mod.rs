@@ -805,7 +805,11 @@ impl Workspace {
         }
         let (file, _) = dir.open_read_seen(name).map_err(io_at(abs))?;
         let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-        let mut buf = vec![0u8; 64 * 1024];
+        // Each page of a fresh buffer is a page fault: a small file is read
+        // in a few 16 KiB reads (4 pages) rather than one into 64 KiB (16
+        // pages); a large one in 64 KiB reads, where syscalls would count.
+        let size = seen.map_or(0, |m| m.size);
+        let mut buf = vec![0u8; if size <= 256 * 1024 { 16 } else { 64 } * 1024];
         let mut total = 0u64;
         // Bounded even if the file grows while it is read.
         let mut file = file.take(self.max_file_bytes + 1);
@@ -1847,12 +1851,70 @@ mod tests {
             .unwrap()
             .unwrap()
             .path();
-        fs::write(entry.join("files/0"), b"").unwrap();
+        fs::write(entry.join("0"), b"").unwrap();
         assert!(matches!(
             ws.undo(),
             Err(WorkspaceError::JournalDamaged { .. })
         ));
         assert_eq!(ws.read("a.txt").unwrap().unwrap().bytes, b"changed\n");
+    }
+
+    /// The one journal entry's directory.
+    fn only_entry(ws: &Workspace) -> PathBuf {
+        let mut ids = fs::read_dir(ws.root().join(".lancet/undo")).unwrap();
+        let entry = ids.next().unwrap().unwrap().path();
+        assert!(ids.next().is_none());
+        entry
+    }
+
+    /// An entry holds its manifest and its copies, no subdirectory (each
+    /// directory made is a `mkdir`, an open and a close on every apply).
+    #[test]
+    fn an_entry_is_one_directory() {
+        let (_dir, ws) = setup();
+        let a = put(&ws, "a.txt", b"a\n");
+        let b = put(&ws, "sub/b.txt", b"b\n");
+        ws.commit(&[
+            write("a.txt", b"A\n", Some(a)),
+            write("sub/b.txt", b"B\n", Some(b)),
+        ])
+        .unwrap();
+        let mut names: Vec<String> = fs::read_dir(only_entry(&ws))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["0", "1", "manifest.json"]);
+        ws.undo().unwrap();
+        assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"a\n");
+        assert_eq!(on_disk(&ws, "sub/b.txt").unwrap(), b"b\n");
+    }
+
+    /// An entry an earlier lancet wrote (copies in `files/`) is still undone,
+    /// and removed whole once undone.
+    #[test]
+    fn undo_reads_an_entry_of_the_earlier_layout() {
+        let (_dir, ws) = setup();
+        let h = put(&ws, "a.txt", b"original\n");
+        ws.commit(&[write("a.txt", b"changed\n", Some(h))]).unwrap();
+        let entry = only_entry(&ws);
+        fs::create_dir(entry.join("files")).unwrap();
+        fs::rename(entry.join("0"), entry.join("files/0")).unwrap();
+        ws.undo().unwrap();
+        assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"original\n");
+        assert!(!entry.exists());
+        // Its damaged copy is refused as a copy of this layout would be.
+        let h = content_hash(b"original\n");
+        ws.commit(&[write("a.txt", b"again\n", Some(h))]).unwrap();
+        let entry = only_entry(&ws);
+        fs::create_dir(entry.join("files")).unwrap();
+        fs::remove_file(entry.join("0")).unwrap();
+        fs::write(entry.join("files/0"), b"").unwrap();
+        assert!(matches!(
+            ws.undo(),
+            Err(WorkspaceError::JournalDamaged { .. })
+        ));
+        assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"again\n");
     }
 
     #[test]
@@ -2111,7 +2173,7 @@ mod tests {
             .unwrap()
             .unwrap()
             .path();
-        entry.join(format!("files/{n}"))
+        entry.join(n.to_string())
     }
 
     #[cfg(unix)]

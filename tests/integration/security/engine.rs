@@ -382,8 +382,9 @@ fn state_and_journal_are_private() {
         .unwrap()
         .path();
     assert_eq!(mode(&entry), 0o700);
-    assert_eq!(mode(&entry.join("files")), 0o700);
-    assert_eq!(mode(&entry.join("files/0")), 0o600);
+    // The copies lie in the entry itself, beside the manifest (no `files/`).
+    assert!(!entry.join("files").exists());
+    assert_eq!(mode(&entry.join("0")), 0o600);
     assert_eq!(mode(&entry.join("manifest.json")), 0o600);
     // Transcripts go through the same state directory.
     let ws = Workspace::open(r.path()).unwrap();
