@@ -235,10 +235,10 @@ impl Replay {
             if line.is_empty() {
                 break;
             }
-            if let Some((k, v)) = line.split_once(':') {
-                if k.eq_ignore_ascii_case("content-length") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
+            if let Some((k, v)) = line.split_once(':')
+                && k.eq_ignore_ascii_case("content-length")
+            {
+                length = v.trim().parse().unwrap_or(0);
             }
         }
         let mut body = vec![0; length];
@@ -489,10 +489,10 @@ fn bench(c: &mut Criterion) {
     let root = dir.path();
     for (path, text) in FILES {
         let p = root.join(path);
-        if let Some(parent) = p.parent() {
-            if let Err(e) = std::fs::create_dir_all(parent) {
-                panic!("creating {}: {e}", parent.display());
-            }
+        if let Some(parent) = p.parent()
+            && let Err(e) = std::fs::create_dir_all(parent)
+        {
+            panic!("creating {}: {e}", parent.display());
         }
         if let Err(e) = std::fs::write(&p, text) {
             panic!("writing {path}: {e}");

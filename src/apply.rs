@@ -423,16 +423,15 @@ fn plan_in(
         if let Some(o) = outcome
             .as_mut()
             .filter(|o| o.change.is_some() && o.readonly)
+            && !opts.force
         {
-            if !opts.force {
-                fail_all(
-                    &mut report,
-                    EditError::PathRefused {
-                        why: PathProblem::ReadOnly,
-                    },
-                );
-                o.change = None;
-            }
+            fail_all(
+                &mut report,
+                EditError::PathRefused {
+                    why: PathProblem::ReadOnly,
+                },
+            );
+            o.change = None;
         }
         // Two changes to one path (other than merged edits) would race: refuse the later.
         let paths: Vec<String> = [Some(report.path.clone()), report.new_path.clone()]
@@ -654,11 +653,11 @@ fn plan_file(
     let exists = state.is_some();
     let hash = state.as_ref().map(|s| s.hash);
     let old_mode = state.as_ref().and_then(|s| s.mode);
-    if let (Some(expected), Some(now)) = (opts.expected_hashes.get(path), hash) {
-        if *expected != now {
-            fail_all(&mut report, EditError::Stale);
-            return (report, None);
-        }
+    if let (Some(expected), Some(now)) = (opts.expected_hashes.get(path), hash)
+        && *expected != now
+    {
+        fail_all(&mut report, EditError::Stale);
+        return (report, None);
     }
     // The git blob ids of the diff's `index` line: the file is exactly its
     // pre-image (line numbers are exact), or already its post-image (done).

@@ -454,12 +454,10 @@ fn exact_matches(
     if starts.len() == 1 || starts.len().saturating_mul(m) <= MATERIALIZE_CELLS {
         return Ok(starts.iter().map(|&s| exact_match(s, m)).collect());
     }
-    if !all {
-        if let Some(i) = hint.and_then(|h| pick_by_hint(starts, h)) {
-            let mut chosen = exact_match(starts[i], m);
-            chosen.by_hint = true;
-            return Ok(vec![chosen]);
-        }
+    if !all && let Some(i) = hint.and_then(|h| pick_by_hint(starts, h)) {
+        let mut chosen = exact_match(starts[i], m);
+        chosen.by_hint = true;
+        return Ok(vec![chosen]);
     }
     Err(MatchError::Ambiguous {
         tier: Tier::Exact,
@@ -748,18 +746,16 @@ fn tolerant_candidates(
         windows.len() <= 1 || windows.len().saturating_mul(per_window) <= CLASSIFY_LINES;
     if !affordable {
         let starts: Vec<usize> = windows.iter().map(|&w| hay.nb[w]).collect();
-        if !all {
-            if let Some(i) = hint.and_then(|h| pick_by_hint(&starts, h)) {
-                let (range, alignment) = align_window(doc, hay, pin, windows[i]);
-                if let Some(tier) = classify(doc, pin, &alignment).filter(|t| *t <= max_tier) {
-                    return Ok(vec![Match {
-                        range,
-                        tier,
-                        similarity: 1.0,
-                        alignment,
-                        by_hint: true,
-                    }]);
-                }
+        if !all && let Some(i) = hint.and_then(|h| pick_by_hint(&starts, h)) {
+            let (range, alignment) = align_window(doc, hay, pin, windows[i]);
+            if let Some(tier) = classify(doc, pin, &alignment).filter(|t| *t <= max_tier) {
+                return Ok(vec![Match {
+                    range,
+                    tier,
+                    similarity: 1.0,
+                    alignment,
+                    by_hint: true,
+                }]);
             }
         }
         let mut tier: Option<Tier> = None;

@@ -46,11 +46,11 @@ pub(crate) fn prune(messages: &mut [Message]) -> u64 {
     let mut saved = 0;
     for m in &mut messages[..old] {
         for b in &mut m.blocks {
-            if let Block::ToolResult { content, .. } = b {
-                if content.len() > PRUNE_OVER {
-                    saved += estimate(content) - estimate(PRUNED);
-                    *content = PRUNED.to_owned();
-                }
+            if let Block::ToolResult { content, .. } = b
+                && content.len() > PRUNE_OVER
+            {
+                saved += estimate(content) - estimate(PRUNED);
+                *content = PRUNED.to_owned();
             }
         }
     }
@@ -85,10 +85,10 @@ pub(crate) fn restart(messages: &[Message], summary: &str) -> Vec<Message> {
         m.role == Role::User && m.blocks.iter().all(|b| matches!(b, Block::Text { .. }))
     };
     let mut out: Vec<Message> = messages.iter().find(plain).cloned().into_iter().collect();
-    if let Some(last) = messages.iter().rev().find(plain) {
-        if out.first() != Some(last) {
-            out.push(last.clone());
-        }
+    if let Some(last) = messages.iter().rev().find(plain)
+        && out.first() != Some(last)
+    {
+        out.push(last.clone());
     }
     out.push(Message::user(words::restart(summary)));
     out

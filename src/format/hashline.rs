@@ -723,10 +723,10 @@ impl CallAnchors {
     fn placements(&self, doc: &Document, seen: Option<&Document>) -> std::sync::Arc<[Placement]> {
         let key = self.key(doc, seen);
         let mut cache = self.cache.lock().ok();
-        if let Some(Some((k, p))) = cache.as_deref() {
-            if *k == key {
-                return p.clone();
-            }
+        if let Some(Some((k, p))) = cache.as_deref()
+            && *k == key
+        {
+            return p.clone();
         }
         let placed: std::sync::Arc<[Placement]> =
             place_call(&self.edits, &self.deletes, doc, seen).into();
@@ -932,11 +932,11 @@ fn strip_echoed_anchors(doc: &Document, lines: &mut [String], warnings: &mut Vec
     let all = !nonempty.is_empty() && nonempty.iter().all(|l| prefixed(l).is_some());
     let mut stripped = false;
     for l in lines.iter_mut() {
-        if all || true_echo(l) {
-            if let Some((_, cut)) = prefixed(l) {
-                *l = l[cut..].to_owned();
-                stripped = true;
-            }
+        if (all || true_echo(l))
+            && let Some((_, cut)) = prefixed(l)
+        {
+            *l = l[cut..].to_owned();
+            stripped = true;
         }
     }
     if stripped {
@@ -1020,13 +1020,13 @@ fn resolve_anchor_edit(
     };
     if !stale.is_empty() {
         // A re-sent replacement: its anchors went stale because it was applied.
-        if let AnchorOp::Replace { start, lines, .. } = &e.op {
-            if already_there(doc, start.line - 1, lines) {
-                let mut r = Resolution::status(EditStatus::AlreadyApplied);
-                r.tier = Some(Tier::Anchor);
-                r.lines = Some(start.line - 1..start.line - 1 + lines.len());
-                return Ok(r);
-            }
+        if let AnchorOp::Replace { start, lines, .. } = &e.op
+            && already_there(doc, start.line - 1, lines)
+        {
+            let mut r = Resolution::status(EditStatus::AlreadyApplied);
+            r.tier = Some(Tier::Anchor);
+            r.lines = Some(start.line - 1..start.line - 1 + lines.len());
+            return Ok(r);
         }
         // Several places fit: the lines where the edit's first anchor could stand.
         return Err(match shift {

@@ -64,10 +64,10 @@ pub(crate) fn settle<S: AsRef<str>, N: AsRef<str>>(
 pub(crate) fn kept_of(old_len: usize, ops: &[Op]) -> Vec<bool> {
     let mut kept = vec![false; old_len];
     for op in ops {
-        if let Op::Keep(i) = op {
-            if let Some(k) = kept.get_mut(*i) {
-                *k = true;
-            }
+        if let Op::Keep(i) = op
+            && let Some(k) = kept.get_mut(*i)
+        {
+            *k = true;
         }
     }
     kept

@@ -198,10 +198,11 @@ impl Format {
         let mut best: Option<((bool, usize), Format)> = None;
         for f in Format::ALL {
             let last = f.def().detect_last;
-            if let Some(((best_last, at), _)) = best {
-                if !best_last && (at == 0 || last) {
-                    continue;
-                }
+            if let Some(((best_last, at), _)) = best
+                && !best_last
+                && (at == 0 || last)
+            {
+                continue;
             }
             if let Some(at) = (f.def().detect)(input) {
                 let key = (last, at);
@@ -499,11 +500,11 @@ impl Resolution {
 /// Appends an edit to a patch's changes, merging it into the last change when
 /// that edits the same file (consecutive blocks naming one file are one change).
 pub(crate) fn push_edit(changes: &mut Vec<FileChange>, path: Option<String>, op: EditOp) {
-    if let Some(last) = changes.last_mut() {
-        if let (true, Action::Edit(ops)) = (last.path == path, &mut last.action) {
-            ops.push(op);
-            return;
-        }
+    if let Some(last) = changes.last_mut()
+        && let (true, Action::Edit(ops)) = (last.path == path, &mut last.action)
+    {
+        ops.push(op);
+        return;
     }
     changes.push(FileChange::edit(path, vec![op]));
 }

@@ -221,10 +221,10 @@ fn path_above(lines: &[&str], open: usize) -> Option<String> {
         if is_fence(line) {
             // ```python path/to/file.py — or a bare info string naming the file.
             let info = line.trim_start().trim_start_matches(['`', '~']).trim();
-            if let Some(p) = info.split_whitespace().rev().find_map(path_from) {
-                if info.contains('.') || info.contains('/') {
-                    return Some(p);
-                }
+            if let Some(p) = info.split_whitespace().rev().find_map(path_from)
+                && (info.contains('.') || info.contains('/'))
+            {
+                return Some(p);
             }
             continue;
         }
@@ -308,11 +308,11 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
         // `=======` line into the file (that is written `\=======`). It is one
         // divider; the second line is dropped, not written as content.
         let mut replace_from = None;
-        if let [a, b] = dividers[..] {
-            if b == a + 1 {
-                dividers = vec![a];
-                replace_from = Some(b + 1);
-            }
+        if let [a, b] = dividers[..]
+            && b == a + 1
+        {
+            dividers = vec![a];
+            replace_from = Some(b + 1);
         }
         // With several candidates, a divider as long as the opener is the likelier one.
         let same_len: Vec<usize> = dividers
@@ -1004,14 +1004,14 @@ fn resolve_block(
         .as_ref()
         .is_none_or(|(old, _)| old.trim().is_empty());
     // An empty SEARCH creates an empty or missing file.
-    if doc.is_empty() && tool_blank {
-        if let Some(sp) = b
+    if doc.is_empty()
+        && tool_blank
+        && let Some(sp) = b
             .splits
             .iter()
             .find(|sp| sp.search.iter().all(String::is_empty))
-        {
-            return Ok(create(&sp.replace));
-        }
+    {
+        return Ok(create(&sp.replace));
     }
     let splits: Vec<&Split> = b.splits.iter().filter(|sp| !blank(&sp.search)).collect();
     if splits.is_empty() && tool_blank {
@@ -1035,10 +1035,10 @@ fn resolve_block(
             return Ok(r);
         }
     }
-    if let Some((old, new)) = &b.fragment {
-        if let Some(result) = resolve_tool_fragment(b, old, new, doc) {
-            return result;
-        }
+    if let Some((old, new)) = &b.fragment
+        && let Some(result) = resolve_tool_fragment(b, old, new, doc)
+    {
+        return result;
     }
     // `...` lines: piecewise when both sides have the same number; otherwise,
     // or when the pieces do not match, the lines are taken literally (a
@@ -1157,10 +1157,10 @@ fn resolve_block(
         return Ok(res);
     }
     check_placeholder(&primary.search, &primary.replace)?;
-    if opts.max_tier > Tier::Exact {
-        if let Some(res) = resolve_text_fragment(primary, hint, doc)? {
-            return Ok(res);
-        }
+    if opts.max_tier > Tier::Exact
+        && let Some(res) = resolve_text_fragment(primary, hint, doc)?
+    {
+        return Ok(res);
     }
     match already_applied(
         doc,
@@ -1202,10 +1202,11 @@ fn resolve_block(
             Err(e) => return Err(e),
         }
     }
-    if elision_error.is_none() && !multi {
-        if let Some(res) = deletion_done(doc, &primary.search, &primary.replace, hint, opts) {
-            return Ok(res);
-        }
+    if elision_error.is_none()
+        && !multi
+        && let Some(res) = deletion_done(doc, &primary.search, &primary.replace, hint, opts)
+    {
+        return Ok(res);
     }
     Err(elision_error.or(failure).unwrap_or(EditError::NotFound {
         nearest: Vec::new(),
@@ -1278,10 +1279,11 @@ fn resolve_tool_fragment(
             candidates: fragment_candidates(&joined, &occ),
         }));
     }
-    if let [only] = occ.as_slice() {
-        if !want_all && dedented_line(&joined.text, only.clone(), old, new) {
-            return None;
-        }
+    if let [only] = occ.as_slice()
+        && !want_all
+        && dedented_line(&joined.text, only.clone(), old, new)
+    {
+        return None;
     }
     Some(Ok(resolve_fragment(doc, new, &occ, &joined)))
 }

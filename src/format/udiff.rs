@@ -894,12 +894,12 @@ fn resolve_hunk(
             let start = h
                 .new_stated_start()
                 .map(|s| (s as isize + ctx.offset).max(0) as usize);
-            if let Some(s) = start.filter(|s| s + new.len() <= n) {
-                if (s..s + new.len()).zip(&new).all(|(i, l)| doc.line(i) == l) {
-                    let mut r = already(s..s + new.len());
-                    r.offset = Some(ctx.offset);
-                    return Ok(r);
-                }
+            if let Some(s) = start.filter(|s| s + new.len() <= n)
+                && (s..s + new.len()).zip(&new).all(|(i, l)| doc.line(i) == l)
+            {
+                let mut r = already(s..s + new.len());
+                r.offset = Some(ctx.offset);
+                return Ok(r);
             }
         }
         if doc.is_empty() || ctx.verified || ctx.bracketed || h.stated_start() == Some(0) && n == 0
@@ -1088,13 +1088,13 @@ fn resolve_hunk(
             max_tier: opts.max_tier.min(Tier::Whitespace),
             ..strict(opts)
         };
-        if let Ok(found) = matcher::locate_all(doc, &needle, &as_written) {
-            if let [m] = found.as_slice() {
-                let w = vec![Warning::Fuzz {
-                    dropped: drop_lead + drop_trail,
-                }];
-                return Ok(place(m.clone(), w, &needle, &inner_ops, drop_lead));
-            }
+        if let Ok(found) = matcher::locate_all(doc, &needle, &as_written)
+            && let [m] = found.as_slice()
+        {
+            let w = vec![Warning::Fuzz {
+                dropped: drop_lead + drop_trail,
+            }];
+            return Ok(place(m.clone(), w, &needle, &inner_ops, drop_lead));
         }
     }
     // 4. The fuzzy tier (locate.md: every quoted line alike, context or

@@ -288,10 +288,10 @@ mod unix {
         /// (a FIFO would block, a device would never end) and again after, on
         /// the descriptor itself.
         pub(crate) fn open_read(&self, name: &OsStr) -> io::Result<(File, Meta)> {
-            if let Some(m) = self.stat(name)? {
-                if m.kind != FileKind::Regular {
-                    return Err(not_regular(m.kind));
-                }
+            if let Some(m) = self.stat(name)?
+                && m.kind != FileKind::Regular
+            {
+                return Err(not_regular(m.kind));
             }
             self.open_read_seen(name)
         }

@@ -225,10 +225,10 @@ pub(crate) fn privatize(saved: &Saved) {
     };
     for name in &saved.linked {
         // `link_original` has looked at each linked copy and seen a regular file.
-        if let Ok((file, m)) = entry.open_read_seen(OsStr::new(name)) {
-            if m.mode & 0o7777 != FILE_MODE {
-                let _ = super::dirs::set_mode(&file, FILE_MODE);
-            }
+        if let Ok((file, m)) = entry.open_read_seen(OsStr::new(name))
+            && m.mode & 0o7777 != FILE_MODE
+        {
+            let _ = super::dirs::set_mode(&file, FILE_MODE);
         }
     }
 }

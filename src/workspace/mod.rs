@@ -1019,14 +1019,14 @@ impl Workspace {
             let abs = self.root.join(&target.dir_rel).join(&target.name);
             let before = match &dir {
                 Some(d) => {
-                    if let Some(m) = d.stat(&target.name).map_err(io_at(&abs))? {
-                        if m.kind == FileKind::Symlink {
-                            // Replacing a symlink would lose it (and undo could not bring it back).
-                            return Err(WorkspaceError::NotRegular {
-                                path: rel.clone(),
-                                found: m.kind,
-                            });
-                        }
+                    if let Some(m) = d.stat(&target.name).map_err(io_at(&abs))?
+                        && m.kind == FileKind::Symlink
+                    {
+                        // Replacing a symlink would lose it (and undo could not bring it back).
+                        return Err(WorkspaceError::NotRegular {
+                            path: rel.clone(),
+                            found: m.kind,
+                        });
                     }
                     let known = originals
                         .get_mut(i)
@@ -1045,10 +1045,12 @@ impl Workspace {
             if before.as_ref().map(|b| b.hash) != expected {
                 return Err(WorkspaceError::Stale { path: rel.clone() });
             }
-            if let Some(b) = &before {
-                if !force && cfg!(unix) && b.meta.mode & 0o200 == 0 {
-                    return Err(WorkspaceError::ReadOnly { path: rel.clone() });
-                }
+            if let Some(b) = &before
+                && !force
+                && cfg!(unix)
+                && b.meta.mode & 0o200 == 0
+            {
+                return Err(WorkspaceError::ReadOnly { path: rel.clone() });
             }
             let mode = mode
                 .or_else(|| before.as_ref().and_then(|b| mode_bits(&b.meta)))
@@ -1214,10 +1216,10 @@ impl Workspace {
         let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
             return;
         };
-        if let Ok(Some(dir)) = self.walk(parent, "", None) {
-            if matches!(dir.stat(name), Ok(Some(m)) if m.kind == FileKind::Directory) {
-                let _ = dir.remove_dir(name);
-            }
+        if let Ok(Some(dir)) = self.walk(parent, "", None)
+            && matches!(dir.stat(name), Ok(Some(m)) if m.kind == FileKind::Directory)
+        {
+            let _ = dir.remove_dir(name);
         }
     }
 

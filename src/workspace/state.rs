@@ -115,10 +115,10 @@ fn child(
         },
         Some(m) if m.kind == FileKind::Directory => {
             // Made by an older lancet with the default mode: tightened.
-            if m.mode & 0o077 != 0 {
-                if let Ok(dir) = parent.open_dir(os) {
-                    let _ = dir.set_mode(DIR_MODE);
-                }
+            if m.mode & 0o077 != 0
+                && let Ok(dir) = parent.open_dir(os)
+            {
+                let _ = dir.set_mode(DIR_MODE);
             }
         }
         Some(m) => return Err(refuse(m.kind)),
@@ -199,14 +199,14 @@ impl StateDir {
         self.check_name(name)?;
         let os = OsStr::new(name);
         let abs = self.abs.join(name);
-        if let Some(m) = self.dir.stat(os).map_err(io_at(&abs))? {
-            if m.kind != FileKind::Regular {
-                return Err(WorkspaceError::StateEntry {
-                    path: format!("{}/{name}", self.rel),
-                    found: m.kind,
-                    expected: FileKind::Regular,
-                });
-            }
+        if let Some(m) = self.dir.stat(os).map_err(io_at(&abs))?
+            && m.kind != FileKind::Regular
+        {
+            return Err(WorkspaceError::StateEntry {
+                path: format!("{}/{name}", self.rel),
+                found: m.kind,
+                expected: FileKind::Regular,
+            });
         }
         self.dir.open_read(os).map(|(f, _)| f).map_err(io_at(&abs))
     }

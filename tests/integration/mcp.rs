@@ -211,10 +211,10 @@ fn a_hung_call_is_cancelled_and_the_server_still_answers() {
 fn read_pid(path: &Path) -> i32 {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            if let Ok(pid) = text.trim().parse() {
-                return pid;
-            }
+        if let Ok(text) = std::fs::read_to_string(path)
+            && let Ok(pid) = text.trim().parse()
+        {
+            return pid;
         }
         assert!(Instant::now() < deadline, "no pid in {}", path.display());
         std::thread::sleep(Duration::from_millis(20));

@@ -456,11 +456,11 @@ async fn attempt(
                 // A try fails when any of its edits does.
                 r.set_failed(is_error || failed_before);
             }
-            if let EditAttempt::Planned(report) = &attempt {
-                if report.written {
-                    let loosest = report.edits().filter_map(|e| e.tier).max();
-                    seen.tier = seen.tier.max(loosest);
-                }
+            if let EditAttempt::Planned(report) = &attempt
+                && report.written
+            {
+                let loosest = report.edits().filter_map(|e| e.tier).max();
+                seen.tier = seen.tier.max(loosest);
             }
             seen.last = Some((attempt, is_error));
             if is_error && seen.tries >= tries {

@@ -95,10 +95,11 @@ impl Script {
     /// The turn after `n` assistant turns, `failed` saying whether the last
     /// edit attempt failed.
     pub fn turn(&self, n: usize, failed: bool) -> Option<&Turn> {
-        if let Some((at, retry)) = &self.retry {
-            if n > *at && failed {
-                return Some(retry);
-            }
+        if let Some((at, retry)) = &self.retry
+            && n > *at
+            && failed
+        {
+            return Some(retry);
         }
         self.turns.get(n).or(if self.repeat_last {
             self.turns.last()
@@ -401,11 +402,11 @@ fn tool_args(format: Format, c: &Change, rendered: &str) -> Result<Vec<Value>, R
         Format::SearchReplace => {
             let mut edits = Vec::new();
             for op in parsed()?.ops() {
-                if let EditOp::SearchReplace(b) = op {
-                    if let Some(split) = b.splits.first() {
-                        let (old, new) = fragment(&c.before, &split.search, &split.replace);
-                        edits.push(json!({ "old_string": old, "new_string": new }));
-                    }
+                if let EditOp::SearchReplace(b) = op
+                    && let Some(split) = b.splits.first()
+                {
+                    let (old, new) = fragment(&c.before, &split.search, &split.replace);
+                    edits.push(json!({ "old_string": old, "new_string": new }));
                 }
             }
             vec![json!({ "path": c.path, "edits": edits })]
@@ -492,10 +493,10 @@ fn hashline_calls(rendered: &str, default_path: &str) -> Vec<Value> {
             edits.push(json!({ "op": "replace", "start": start, "end": end, "lines": [] }));
         } else if l == "@@ set file" {
             edits.push(json!({ "op": "set_file", "lines": [] }));
-        } else if let Some(line) = l.strip_prefix('+') {
-            if let Some(Value::Array(lines)) = edits.last_mut().and_then(|e| e.get_mut("lines")) {
-                lines.push(Value::String(line.to_owned()));
-            }
+        } else if let Some(line) = l.strip_prefix('+')
+            && let Some(Value::Array(lines)) = edits.last_mut().and_then(|e| e.get_mut("lines"))
+        {
+            lines.push(Value::String(line.to_owned()));
         }
     }
     flush(&path, &mut edits, &mut out);

@@ -60,10 +60,10 @@ pub(crate) fn render(result: &CallToolResult, max: usize) -> String {
             _ => parts.push(words::mcp::unknown_content()),
         }
     }
-    if texts == 0 {
-        if let Some(structured) = &result.structured_content {
-            parts.push(serde_json::to_string_pretty(structured).unwrap_or_default());
-        }
+    if texts == 0
+        && let Some(structured) = &result.structured_content
+    {
+        parts.push(serde_json::to_string_pretty(structured).unwrap_or_default());
     }
     if parts.is_empty() {
         parts.push(words::mcp::empty_result());

@@ -265,10 +265,11 @@ impl Server {
     /// A live connection's peer, starting the server again when it died.
     async fn peer(&self) -> Result<Peer<RoleClient>, String> {
         let mut conn = self.conn.lock().await;
-        if let Some(service) = conn.as_ref() {
-            if !service.is_closed() && !service.peer().is_transport_closed() {
-                return Ok(service.peer().clone());
-            }
+        if let Some(service) = conn.as_ref()
+            && !service.is_closed()
+            && !service.peer().is_transport_closed()
+        {
+            return Ok(service.peer().clone());
         }
         self.start_locked(&mut conn).await
     }

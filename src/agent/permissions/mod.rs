@@ -304,12 +304,11 @@ impl Permissions {
             .chain(&self.ask)
             .chain(&self.allow)
             .any(|r| r.covers(tool) && r.pattern().is_some());
-        if let (Some(root), true, false) = (&self.root, patterned, tool == "glob") {
-            if let Some(real) = real_relative(root, &root.join(&subjects[0])) {
-                if real != subjects[0] {
-                    subjects.push(real);
-                }
-            }
+        if let (Some(root), true, false) = (&self.root, patterned, tool == "glob")
+            && let Some(real) = real_relative(root, &root.join(&subjects[0]))
+            && real != subjects[0]
+        {
+            subjects.push(real);
         }
         let any = |list: &[Rule]| {
             list.iter()

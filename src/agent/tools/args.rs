@@ -26,10 +26,10 @@ pub(super) fn parse(arguments: &str) -> Result<Value, String> {
     }
     let v: Value = serde_json::from_str(t).map_err(|e| words::not_json(&e))?;
     // Some models send the arguments object encoded once more, as a JSON string.
-    if let Value::String(s) = &v {
-        if let Ok(inner @ Value::Object(_)) = serde_json::from_str::<Value>(s) {
-            return Ok(inner);
-        }
+    if let Value::String(s) = &v
+        && let Ok(inner @ Value::Object(_)) = serde_json::from_str::<Value>(s)
+    {
+        return Ok(inner);
     }
     if v.is_object() {
         Ok(v)

@@ -255,10 +255,11 @@ impl Tools {
             .child
             .as_ref()
             .is_none_or(|(_, names)| names.iter().any(|n| n == name));
-        if given && name.starts_with(super::mcp::PREFIX) {
-            if let Some(hub) = self.mcp.clone() {
-                return self.mcp_call(&hub, name, arguments).await;
-            }
+        if given
+            && name.starts_with(super::mcp::PREFIX)
+            && let Some(hub) = self.mcp.clone()
+        {
+            return self.mcp_call(&hub, name, arguments).await;
         }
         let tool = match Tool::from_name(name).filter(|_| given) {
             Some(Tool::Edit) if self.config.text_mode => {
@@ -316,10 +317,10 @@ impl Tools {
             };
             if let Some(refusal) = refusal {
                 let mut content = words::mcp::refused(name, &refusal);
-                if refusal == Refusal::Declined {
-                    if let Some(reason) = self.prompter.reason() {
-                        content.push_str(&words::session::declined_because(&reason));
-                    }
+                if refusal == Refusal::Declined
+                    && let Some(reason) = self.prompter.reason()
+                {
+                    content.push_str(&words::session::declined_because(&reason));
                 }
                 return ToolOutcome {
                     content,
@@ -438,12 +439,12 @@ impl Tools {
             }
         };
         let mut outcome = refuse(tool, subject, refusal);
-        if matches!(outcome.refusal, Some(Refusal::Declined)) {
-            if let Some(reason) = self.prompter.reason() {
-                outcome
-                    .content
-                    .push_str(&words::session::declined_because(&reason));
-            }
+        if matches!(outcome.refusal, Some(Refusal::Declined))
+            && let Some(reason) = self.prompter.reason()
+        {
+            outcome
+                .content
+                .push_str(&words::session::declined_because(&reason));
         }
         Err(Box::new(outcome))
     }

@@ -419,11 +419,9 @@ pub(crate) fn bench(args: &BenchArgs) -> Result<Exit, Error> {
                 write_error.get_or_insert(e);
             }
         }
-        if json {
-            if let Ok(mut v) = serde_json::to_value(&record) {
-                v["event"] = "result".into();
-                emit(&v);
-            }
+        if json && let Ok(mut v) = serde_json::to_value(&record) {
+            v["event"] = "result".into();
+            emit(&v);
         }
         if let Some(bar) = &bar {
             passed += usize::from(record.pass);

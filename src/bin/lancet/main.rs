@@ -113,11 +113,11 @@ fn print_plain(text: &str, on_stdout: bool) {
     } else {
         std::io::stderr().lock().write_all(line.as_bytes())
     };
-    if let Err(e) = written {
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            let stream = if on_stdout { "stdout" } else { "stderr" };
-            panic!("failed printing to {stream}: {e}");
-        }
+    if let Err(e) = written
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        let stream = if on_stdout { "stdout" } else { "stderr" };
+        panic!("failed printing to {stream}: {e}");
     }
 }
 

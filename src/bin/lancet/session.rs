@@ -622,21 +622,22 @@ fn remember_before(
     diff: &str,
 ) {
     for file in split_files(diff) {
-        if let Some(old) = &file.old {
-            if !before.contains_key(old) {
-                let after = file
-                    .new
-                    .as_deref()
-                    .and_then(|n| read(ws, n))
-                    .unwrap_or_default();
-                let original = reverse(&after, &file.hunks);
-                before.insert(old.clone(), Some(original));
-            }
+        if let Some(old) = &file.old
+            && !before.contains_key(old)
+        {
+            let after = file
+                .new
+                .as_deref()
+                .and_then(|n| read(ws, n))
+                .unwrap_or_default();
+            let original = reverse(&after, &file.hunks);
+            before.insert(old.clone(), Some(original));
         }
-        if let Some(new) = &file.new {
-            if file.old.as_ref() != Some(new) && !before.contains_key(new) {
-                before.insert(new.clone(), None);
-            }
+        if let Some(new) = &file.new
+            && file.old.as_ref() != Some(new)
+            && !before.contains_key(new)
+        {
+            before.insert(new.clone(), None);
         }
     }
 }
@@ -677,16 +678,16 @@ fn split_files(diff: &str) -> Vec<FileDiff> {
     let mut files: Vec<FileDiff> = Vec::new();
     let mut lines = diff.split_inclusive('\n').peekable();
     while let Some(line) = lines.next() {
-        if let (Some(old), Some(next)) = (line.strip_prefix("--- "), lines.peek()) {
-            if let Some(new) = next.strip_prefix("+++ ") {
-                files.push(FileDiff {
-                    old: path(old, "a/"),
-                    new: path(new, "b/"),
-                    hunks: Vec::new(),
-                });
-                lines.next();
-                continue;
-            }
+        if let (Some(old), Some(next)) = (line.strip_prefix("--- "), lines.peek())
+            && let Some(new) = next.strip_prefix("+++ ")
+        {
+            files.push(FileDiff {
+                old: path(old, "a/"),
+                new: path(new, "b/"),
+                hunks: Vec::new(),
+            });
+            lines.next();
+            continue;
         }
         let Some(file) = files.last_mut() else {
             continue;

@@ -131,10 +131,11 @@ pub(crate) fn always_rules(tool: &str, subject: &str) -> Vec<String> {
     }
     let mut words = subject.split_whitespace();
     let mut prefix: Vec<&str> = words.next().into_iter().collect();
-    if let Some(sub) = words.next() {
-        if sub.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') && !sub.starts_with('-') {
-            prefix.push(sub);
-        }
+    if let Some(sub) = words.next()
+        && sub.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        && !sub.starts_with('-')
+    {
+        prefix.push(sub);
     }
     let prefix = prefix.join(" ");
     let plain = |s: &str| !s.contains(['*', '?', '[', ']', '{', '}', '(', ')', '\\']);

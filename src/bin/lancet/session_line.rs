@@ -180,10 +180,10 @@ impl Line {
     /// Keeps the history (the file made private first).
     pub(crate) fn save(&mut self) {
         let Some(h) = &self.history else { return };
-        if let Some(dir) = h.parent() {
-            if crate::trust::create_private_dir(dir).is_err() {
-                return;
-            }
+        if let Some(dir) = h.parent()
+            && crate::trust::create_private_dir(dir).is_err()
+        {
+            return;
         }
         if std::fs::symlink_metadata(h).is_err() {
             let _ = crate::trust::write_private(h, b"");

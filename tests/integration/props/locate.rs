@@ -304,7 +304,7 @@ fn build(raw: &Raw, corpus: &[(String, Vec<String>)], mistake: Mistake) -> Optio
         .filter(|l| l.trim_end().ends_with('{') || l.trim_end().ends_with(':'))
         .filter(|l| !marker_like(l))
         .map(|l| {
-            if mistake == Mistake::Typo && raw.noise[3].0 % 4 == 0 {
+            if mistake == Mistake::Typo && raw.noise[3].0.is_multiple_of(4) {
                 typo(l.trim(), raw.noise[3].1, raw.noise[3].2, raw.noise[3].0 / 4)
             } else {
                 l.trim().to_owned()
@@ -348,7 +348,7 @@ fn add_noise(body: &[L], noise: &[(usize, usize, usize)], mistake: Mistake) -> O
             let first = old_idx[noise[0].1 % old_idx.len()];
             let second = old_idx[noise[1].1 % old_idx.len()];
             for k in 0..count {
-                let target = if k == 0 || noise[1].0 % 2 == 0 {
+                let target = if k == 0 || noise[1].0.is_multiple_of(2) {
                     first
                 } else {
                     second
@@ -378,7 +378,7 @@ fn add_noise(body: &[L], noise: &[(usize, usize, usize)], mistake: Mistake) -> O
                 .map(|t| t.len() - t.trim_start().len())
                 .min()
                 .unwrap_or(0);
-            if noise[0].0 % 2 == 0 && common > 0 {
+            if noise[0].0.is_multiple_of(2) && common > 0 {
                 for l in &mut body {
                     let (L::Ctx(t) | L::Del(t) | L::Add(t)) = l;
                     if !t.trim().is_empty() {

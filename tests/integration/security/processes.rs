@@ -65,10 +65,10 @@ impl Drop for Leftovers {
 fn pid_in(root: &Path, name: &str) -> u32 {
     let end = Instant::now() + Duration::from_secs(10);
     loop {
-        if let Ok(s) = std::fs::read_to_string(root.join(name)) {
-            if let Ok(pid) = s.trim().parse() {
-                return pid;
-            }
+        if let Ok(s) = std::fs::read_to_string(root.join(name))
+            && let Ok(pid) = s.trim().parse()
+        {
+            return pid;
         }
         assert!(Instant::now() < end, "{name} was never written");
         std::thread::sleep(Duration::from_millis(20));
