@@ -94,6 +94,26 @@ pub(crate) fn restart(messages: &[Message], summary: &str) -> Vec<Message> {
     out
 }
 
+/// `text` as its first and last `max / 2` bytes (on character
+/// boundaries) and the number of bytes between them, or `None` when it is
+/// no longer than `max`: how a long tool output, MCP result or sub-agent
+/// answer keeps its start and its end.
+pub(crate) fn middle_cut(text: &str, max: usize) -> Option<(&str, usize, &str)> {
+    if text.len() <= max {
+        return None;
+    }
+    let half = max / 2;
+    let mut head = half;
+    while !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = text.len() - half;
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    Some((&text[..head], tail - head, &text[tail..]))
+}
+
 fn clip(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_owned();

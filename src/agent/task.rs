@@ -292,23 +292,10 @@ fn last_said(messages: &[Message]) -> String {
 
 /// `text` cut in the middle to at most about `max` bytes, saying so.
 fn concise(text: String, max: usize) -> String {
-    if text.len() <= max {
-        return text;
+    match super::context::middle_cut(&text, max) {
+        Some((head, cut, tail)) => words::task::cut(head, cut, tail),
+        None => text,
     }
-    let half = max / 2;
-    let mut head_end = half;
-    while !text.is_char_boundary(head_end) {
-        head_end -= 1;
-    }
-    let mut tail_start = text.len() - half;
-    while !text.is_char_boundary(tail_start) {
-        tail_start += 1;
-    }
-    words::task::cut(
-        &text[..head_end],
-        tail_start - head_end,
-        &text[tail_start..],
-    )
 }
 
 impl Child {

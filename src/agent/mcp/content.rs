@@ -82,24 +82,10 @@ fn base64_len(data: &str) -> usize {
 /// `text` cut to about `max` bytes, half from the start and half from the
 /// end, on character boundaries, with the cut said (as bash output is).
 pub(crate) fn clip(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
+    match crate::agent::context::middle_cut(text, max) {
+        Some((head, cut, tail)) => format!("{head}{}{tail}", words::output_cut(cut)),
+        None => text.to_owned(),
     }
-    let half = max / 2;
-    let mut head = half;
-    while !text.is_char_boundary(head) {
-        head -= 1;
-    }
-    let mut tail = text.len() - half;
-    while !text.is_char_boundary(tail) {
-        tail += 1;
-    }
-    format!(
-        "{}{}{}",
-        &text[..head],
-        words::output_cut(tail - head),
-        &text[tail..]
-    )
 }
 
 #[cfg(test)]

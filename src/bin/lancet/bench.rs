@@ -402,11 +402,7 @@ pub(crate) fn bench(args: &BenchArgs) -> Result<Exit, Error> {
     }
     let bar = shows_bar(json, std::io::stderr().is_terminal()).then(|| progress_bar(total));
     let mut passed = 0;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(Error::Runtime)?;
+    let runtime = crate::run::runtime()?;
     let mut fresh: Vec<Record> = Vec::new();
     let mut write_error = None;
     let mut on = |p: Progress| {

@@ -96,11 +96,7 @@ pub(crate) fn start(
 
 pub(crate) fn mcp(args: &McpArgs) -> Result<Exit, Error> {
     lancet::agent::tools::adopt_orphans();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(Error::Runtime)?;
+    let runtime = crate::run::runtime()?;
     let exit = match &args.command {
         McpCommand::List { root } => {
             let (layer, root) = configuration(root)?;

@@ -511,17 +511,23 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, Error> {
     })
 }
 
+/// The runtime every agent command runs on: two workers (the model's
+/// stream, tools and MCP servers wait on I/O, not on the CPU).
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)
+}
+
 pub(crate) fn run(args: &RunArgs) -> Result<Exit, Error> {
     let Some(task) = args.task.clone() else {
         // No task (on a terminal: the parser says so otherwise): a session.
         return crate::session::session(args);
     };
     let mut p = prepare(args)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(Error::Runtime)?;
+    let runtime = runtime()?;
     p.start_mcp(&runtime);
     let p = p;
     let provider_failed = |source| p.provider_failed(source);

@@ -70,11 +70,7 @@ struct State {
 pub(crate) fn session(args: &RunArgs) -> Result<Exit, Error> {
     let mut p = prepare(args)?;
     let root = p.ws.root().to_path_buf();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(Error::Runtime)?;
+    let runtime = crate::run::runtime()?;
     p.start_mcp(&runtime);
     // Ctrl-C while a turn runs (the terminal is cooked then; at the prompt
     // the line editor reads it as a key): a flag for a question that waits,
