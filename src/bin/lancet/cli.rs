@@ -9,8 +9,10 @@
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
+#[cfg(feature = "agent")]
+use clap::builder::NonEmptyStringValueParser;
 use clap::builder::TypedValueParser;
-use clap::builder::{NonEmptyStringValueParser, PossibleValue, PossibleValuesParser};
+use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::error::ErrorKind;
 use clap::{Args, FromArgMatches, Parser, Subcommand, ValueEnum};
 use lancet::Format;

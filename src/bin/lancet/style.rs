@@ -18,6 +18,7 @@ pub(crate) const GOOD: Style = AnsiColor::Green.on_default();
 /// Done, but worth a look (already applied, a warning, a partial write).
 pub(crate) const NOTICE: Style = AnsiColor::Yellow.on_default();
 /// Beside the point: the session's tool lines and status line.
+#[cfg(feature = "agent")]
 pub(crate) const DIM: Style = Style::new().effects(anstyle::Effects::DIMMED);
 /// Not done.
 pub(crate) const BAD: Style = AnsiColor::Red.on_default();
