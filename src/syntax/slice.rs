@@ -31,6 +31,8 @@ pub(super) enum Wrapper {
     /// Python statements indented alike, in `def __lancet_probe():` (an
     /// `if True:` would give a stray `elif` at the slice's level a partner).
     Indented,
+    /// Top-level items, parsed as they are: a file of their own.
+    Bare,
 }
 
 impl Wrapper {
@@ -41,6 +43,7 @@ impl Wrapper {
             Wrapper::Block => ("fn __lancet_probe() {\n", "}\n"),
             Wrapper::Items => ("mod __lancet_probe {\n", "}\n"),
             Wrapper::Indented => ("def __lancet_probe():\n", ""),
+            Wrapper::Bare => return slice.to_owned(),
         };
         let eol = if slice.is_empty() || slice.ends_with('\n') {
             ""
@@ -48,6 +51,16 @@ impl Wrapper {
             "\n"
         };
         [head, slice, eol, tail].concat()
+    }
+}
+
+impl Wrapper {
+    /// How many lines the wrapper puts above the slice.
+    pub(super) fn lines_above(self) -> usize {
+        match self {
+            Wrapper::Bare => 0,
+            _ => 1,
+        }
     }
 }
 
@@ -75,7 +88,7 @@ impl<'a> Sides<'a> {
         runs: &'a [DiffRun],
         lexer: lex::Lexer,
     ) -> Option<Sides<'a>> {
-        let (old, new) = lex::tables(lexer, before, after);
+        let (old, new) = lex::tables(lexer, before, after, runs);
         // The tables count lines as the documents do (or nothing is offered).
         (old.len() == before.line_count() + 1 && new.len() == after.line_count() + 1).then_some(
             Sides {
@@ -116,6 +129,15 @@ fn prev_code(lx: &[LineLex], below: usize, floor: usize) -> u8 {
         .map(|j| lx[j].last)
         .find(|&b| b != 0)
         .unwrap_or(0)
+}
+
+/// The first line at or after line `i` that is not blank ("" at the end):
+/// what follows a boundary there (blank lines continue nothing).
+fn from_line(doc: &Document, i: usize) -> &str {
+    (i..doc.line_count())
+        .map(|k| doc.line(k))
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
 }
 
 /// Whether a line starts with `word` as a whole word.
@@ -280,16 +302,20 @@ pub(super) fn rust(s: &Sides<'_>, run: &DiffRun) -> Vec<Slice> {
             Wrapper::Items => matches!(prev, b';' | b'{') || (prev == b'}' && item_like(line)),
             _ => matches!(prev, b';' | b'{') || (prev == b'}' && stmt_like(line)),
         };
+        let closes = |doc: &Document, i: usize| {
+            i < doc.line_count() && doc.line(i).trim_start().starts_with('}')
+        };
         // The start: the nearest line above the change that starts a
-        // statement (an item) in both files.
+        // statement (an item) in both files, or closes the block (lines
+        // added at the end of a block: nothing of the old block is parsed).
         let start = (o + 1..=a).rev().find_map(|st| {
             let sn = s.start_to_new(st)?;
             (st < s.before.line_count()
                 && sn < s.after.line_count()
                 && boundary_ok(ol, st)
                 && boundary_ok(nl, sn)
-                && opens(prev_code(ol, st, o), s.before.line(st))
-                && opens(prev_code(nl, sn, on), s.after.line(sn)))
+                && (opens(prev_code(ol, st, o), from_line(s.before, st)) || closes(s.before, st))
+                && (opens(prev_code(nl, sn, on), from_line(s.after, sn)) || closes(s.after, sn)))
             .then_some((st, sn))
         });
         let Some((st, sn)) = start else {
@@ -297,9 +323,6 @@ pub(super) fn rust(s: &Sides<'_>, run: &DiffRun) -> Vec<Slice> {
         };
         // The end: the first unchanged line below it that starts a statement
         // (an item) or closes the block, in both files.
-        let closes = |doc: &Document, i: usize| {
-            i < doc.line_count() && doc.line(i).trim_start().starts_with('}')
-        };
         let ends = |lx: &[LineLex], doc: &Document, e: usize, from: usize| {
             if !boundary_ok(lx, e) {
                 return false;
@@ -341,7 +364,44 @@ pub(super) fn rust(s: &Sides<'_>, run: &DiffRun) -> Vec<Slice> {
             });
         }
     }
+    out.extend(rust_top(s, run));
     out
+}
+
+/// Rust: the top-level items around `run`, parsed as they are: from the
+/// nearest line at or above it where an item starts to the first unchanged
+/// line below it where one does (or the end), in both files. An item starts
+/// on a line at depth 0 outside strings and comments whose code before it
+/// ends in `;` or `}` (the line then starting like an item), or has none:
+/// at depth 0 nothing continues an item that ended so, so the text on
+/// either side is the same run of whole items in both files.
+fn rust_top(s: &Sides<'_>, run: &DiffRun) -> Option<Slice> {
+    let (ol, nl) = (&s.old, &s.new);
+    let starts = |lx: &[LineLex], doc: &Document, i: usize| {
+        lx[i].code
+            && lx[i].depth == 0
+            && match prev_code(lx, i, 0) {
+                0 | b';' => true,
+                b'}' => i >= doc.line_count() || item_like(from_line(doc, i)),
+                _ => false,
+            }
+    };
+    let (st, sn) = (0..=run.old.start).rev().find_map(|st| {
+        let sn = s.start_to_new(st)?;
+        (starts(ol, s.before, st) && starts(nl, s.after, sn)).then_some((st, sn))
+    })?;
+    let (n_old, n_new) = (s.before.line_count(), s.after.line_count());
+    let (e, en) = (run.old.end..=n_old).find_map(|e| {
+        let en = s.to_new(e)?;
+        (e == n_old || (starts(ol, s.before, e) && starts(nl, s.after, en))).then_some((e, en))
+    })?;
+    (en >= run.new.end && en <= n_new && stays(ol, st..e, 0) && stays(nl, sn..en, 0)).then_some(
+        Slice {
+            old: st..e,
+            new: sn..en,
+            wrapper: Wrapper::Bare,
+        },
+    )
 }
 
 /// Python: the leading whitespace of a line.
