@@ -1,24 +1,28 @@
 //! The syntax guard: an edit that turns valid code into broken code is caught
 //! before it reaches disk (feature `syntax`).
 //!
-//! Only errors the edit **introduced** count. The usual case is cheap: the
-//! smallest region around each change that parses on its own is parsed,
-//! before and after, and if all are clean the edit broke nothing. A region
-//! is a run of Rust statements in a block or of items in an `impl`/`trait`/
-//! `mod`/`extern` block, parsed in a one-line synthetic wrapper of that kind,
-//! or a run of Python statements at one indentation, parsed in
-//! `def __lancet_probe():`, which no `else`/`elif`/`except` can continue
-//! (slice.rs chooses it, innermost first); its boundaries are
-//! lines a lexical scan of both whole files (lex.rs) finds outside strings
-//! and comments, at the same bracket depth before and after. When no such
-//! region is clean before, the top-level items around the change are tried
-//! (they go first when they are tiny against the files, as parsing them
-//! then costs less than that scan);
-//! when one is clean before and not after, or nothing else is clean, both
+//! Only errors the edit **introduced** count. The usual case is cheap: each
+//! change (a run of the guard's own line diff, diff.rs) is settled on its
+//! own by the smallest region around it that parses on its own, and if all
+//! are clean the edit broke nothing. A region is a run of Rust statements in
+//! a block or of items in an `impl`/`trait`/`mod`/`extern` block, parsed in
+//! a one-line synthetic wrapper of that kind, a run of whole top-level Rust
+//! items, parsed as they are, or a run of Python statements at one
+//! indentation, parsed in `def __lancet_probe():`, which no `else`/`elif`/
+//! `except` can continue (slice.rs chooses it, innermost first); its
+//! boundaries are lines a lexical scan of both whole files (lex.rs) finds
+//! outside strings and comments, at the same bracket depth before and
+//! after. A Rust region's boundaries are proven so, and only its new text
+//! is parsed; a Python region is parsed before and after, and taken only
+//! when both are clean. A change no region settles is settled by the
+//! top-level items around it, before and after (they go first for every
+//! change when they are tiny against the files, as parsing them then costs
+//! less than that scan);
+//! when a region is broken after, or nothing is clean before, both
 //! whole files are parsed (the new one incrementally, from the old tree moved through the
 //! edit with tree-sitter's `InputEdit`) and their innermost ERROR/MISSING
-//! nodes compared: the old errors' positions are mapped through a line diff,
-//! so an error that merely moved is matched to itself. A file that was
+//! nodes compared: the old errors' positions are mapped through the shortest
+//! line diff, so an error that merely moved is matched to itself. A file that was
 //! already broken can still be edited; in one, only errors on the edited
 //! lines can be new, and only net of the errors the lines they replaced had.
 //!
@@ -323,7 +327,7 @@ fn nested(
                 Document::from_text(&cand.wrapper.wrap(&doc.text()[doc.byte_range(r.clone())]))
             };
             let (old, new) = (wrapped(before, &cand.old), wrapped(after, &cand.new));
-            match clean_pair(grammar, parser, &old, &new, &local) {
+            match pair(grammar, parser, &old, &new, &local, cand.wrapper.proven()) {
                 Pair::Clean => {
                     done.retain(|d| d.old.start < cand.old.start);
                     done.push(cand);
@@ -575,6 +579,27 @@ fn clean_pair(
     new: &Document,
     runs: &[splice::DiffRun],
 ) -> Pair {
+    pair(grammar, parser, old, new, runs, false)
+}
+
+/// [`clean_pair`], or with `proven` (the slice's boundaries are proven by
+/// the lexical scan, see [`slice::Wrapper::proven`]) only `new` parsed: the
+/// old slice's parse only tells whether the slice was a good guess, and an
+/// error it had is one the new slice has too, which the whole files settle.
+fn pair(
+    grammar: &Grammar,
+    parser: &mut Parser,
+    old: &Document,
+    new: &Document,
+    runs: &[splice::DiffRun],
+    proven: bool,
+) -> Pair {
+    if proven {
+        let clean = parser
+            .parse(new.text(), None)
+            .is_some_and(|t| clean_tree(grammar, &t, new));
+        return if clean { Pair::Clean } else { Pair::NewBroken };
+    }
     let Some(mut tree) = parser.parse(old.text(), None) else {
         return Pair::OldBroken;
     };

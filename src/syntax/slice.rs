@@ -55,6 +55,22 @@ impl Wrapper {
 }
 
 impl Wrapper {
+    /// Whether a slice in this wrapper stands on boundaries the lexical scan
+    /// proves, in a wrapper of the same grammar rule as where it stands, so
+    /// that a new slice that parses clean is clean in its file (the old one
+    /// need not be parsed). Rust: a boundary is a line outside strings and
+    /// comments, at the block's depth in both files, after code that ended
+    /// a statement or item (`;`, `{`, or `}` and a line no expression
+    /// continues); a block that a `fn`/`if`/`else`/`while`/`for`/`loop`,
+    /// `=`/`=>`/closure or `unsafe`/`async`/`const` header opens is a
+    /// `block`, and an `impl`/`trait`/`mod`/`extern` one a
+    /// `declaration_list`, as in the wrappers; the top level is a
+    /// `source_file`. Python's indentation and clauses are guessed from
+    /// lines: its slices are still checked by parsing the old one.
+    pub(super) fn proven(self) -> bool {
+        self != Wrapper::Indented
+    }
+
     /// How many lines the wrapper puts above the slice.
     pub(super) fn lines_above(self) -> usize {
         match self {
