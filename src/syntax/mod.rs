@@ -2378,4 +2378,50 @@ def f(z):
             );
         }
     }
+
+    const RS_MATCH: &str = "fn f(x: u32) -> S {\n    let y = match x {\n        0 => S { a: 0 },\n        1 => {\n            S { a: 1 }\n        }\n        2 => S { a: 2 },\n        _ => S { a: 3 },\n    };\n    y\n}\n";
+
+    /// A change among a `match`'s arms is settled by the arms around it
+    /// (lines 2..3, the arm `0 => …,`), and an arm whose body is no block
+    /// and lost its comma, with another arm after it, is still an error
+    /// (a slice of arms ends only after a `,` or at the match's `}`): the
+    /// guard agrees with the whole files on each.
+    #[test]
+    fn match_arms_are_sliced_and_miss_nothing() {
+        let edit = |from: &str, to: &str| {
+            assert_eq!(RS_MATCH.matches(from).count(), 1, "{from}");
+            RS_MATCH.replace(from, to)
+        };
+        assert_eq!(
+            fast_slices("m.rs", RS_MATCH, &edit("S { a: 0 }", "S { a: 10 }")),
+            Some(vec![(2..3, 2..3)])
+        );
+        let (b, clean) = (Document::from_text(RS_MATCH), Verdict::Checked(Vec::new()));
+        for (from, to, broken) in [
+            ("0 => S { a: 0 },", "0 => S { a: 0 }", true),
+            (
+                "        1 => {\n            S { a: 1 }\n        }\n",
+                "        1 => S { a: 1 }\n",
+                true,
+            ),
+            ("2 => S { a: 2 },", "2 => S { a: 2 }, 3 =>", true),
+            ("_ => S { a: 3 },", "_ => S { a: 3 }", false),
+            (
+                "_ => S { a: 3 },",
+                "4 => S { a: 4 },\n        _ => S { a: 3 },",
+                false,
+            ),
+            (
+                "        1 => {\n            S { a: 1 }\n        }\n",
+                "        1 => {\n            S { a: 1 }\n        },\n",
+                false,
+            ),
+        ] {
+            let after = edit(from, to);
+            let a = Document::from_text(&after);
+            let fast = check_with("m.rs", Some(&b), &a, true);
+            assert_eq!(fast, check_with("m.rs", Some(&b), &a, false), "{after}");
+            assert_eq!(fast != clean, broken, "{after}");
+        }
+    }
 }

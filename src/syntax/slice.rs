@@ -5,10 +5,12 @@
 //! Owns the choice of region: a run of Rust statements in a block (parsed in
 //! `fn __lancet_probe() {…}`), a run of items in an `impl`/`trait`/`mod`/
 //! `extern` block (parsed in `mod __lancet_probe {…}`, whose grammar rule is
-//! the same), a run of Python statements at one indentation (parsed under
+//! the same), a run of arms of a `match` (parsed in `match () {…}`), a run
+//! of whole top-level items (parsed as they are), a run of Python statements
+//! at one indentation (parsed under
 //! `def __lancet_probe():`, their bytes untouched: a wrapper no clause can
-//! continue, so an `else` cut from its `if` is an error there too). Does not parse (the caller does, old
-//! and new, and accepts a slice only when both are clean). Invariant: every
+//! continue, so an `else` cut from its `if` is an error there too). Does not
+//! parse (the caller does: the new slice, and for Python the old one too). Invariant: every
 //! boundary is a line outside any string or comment, at the same bracket
 //! depth in the old and the new file (from [`super::lex`]), between
 //! unchanged lines, and a statement or item boundary in both; a region the
@@ -33,6 +35,9 @@ pub(super) enum Wrapper {
     Indented,
     /// Top-level items, parsed as they are: a file of their own.
     Bare,
+    /// Rust arms of a `match`, inside `fn __lancet_probe() { match () {` …
+    /// `} }` (tree-sitter's `match_block`).
+    Arms,
 }
 
 impl Wrapper {
@@ -42,6 +47,7 @@ impl Wrapper {
         let (head, tail) = match self {
             Wrapper::Block => ("fn __lancet_probe() {\n", "}\n"),
             Wrapper::Items => ("mod __lancet_probe {\n", "}\n"),
+            Wrapper::Arms => ("fn __lancet_probe() { match () {\n", "} }\n"),
             Wrapper::Indented => ("def __lancet_probe():\n", ""),
             Wrapper::Bare => return slice.to_owned(),
         };
@@ -63,9 +69,10 @@ impl Wrapper {
     /// a statement or item (`;`, `{`, or `}` and a line no expression
     /// continues); a block that a `fn`/`if`/`else`/`while`/`for`/`loop`,
     /// `=`/`=>`/closure or `unsafe`/`async`/`const` header opens is a
-    /// `block`, and an `impl`/`trait`/`mod`/`extern` one a
-    /// `declaration_list`, as in the wrappers; the top level is a
-    /// `source_file`. Python's indentation and clauses are guessed from
+    /// `block`, an `impl`/`trait`/`mod`/`extern` one a `declaration_list`,
+    /// a `match` one a `match_block` (whose arms a slice takes from after a
+    /// `,` to before one, see [`rust`]), as in the wrappers; the top level
+    /// is a `source_file`. Python's indentation and clauses are guessed from
     /// lines: its slices are still checked by parsing the old one.
     pub(super) fn proven(self) -> bool {
         self != Wrapper::Indented
@@ -212,6 +219,9 @@ fn classify(doc: &Document, lx: &[LineLex], o: usize, d: i32) -> Option<Wrapper>
     } else {
         return tail_block.then_some(Wrapper::Block);
     };
+    if match_header(head) {
+        return Some(Wrapper::Arms);
+    }
     let (word, foreign, qualified) = first_word(head);
     match word {
         "fn" | "if" | "else" | "while" | "for" | "loop" => Some(Wrapper::Block),
@@ -226,6 +236,30 @@ fn classify(doc: &Document, lx: &[LineLex], o: usize, d: i32) -> Option<Wrapper>
         }
         _ => tail_block.then_some(Wrapper::Block),
     }
+}
+
+/// Whether a header is a `match` (`match x {`, `let y = match x {`,
+/// `A => match x {`, `return match x {`), on a line without a string, a
+/// character literal or a comment (whose text could hold the word).
+fn match_header(head: &str) -> bool {
+    let head = head.trim();
+    let head = head.strip_suffix('{').unwrap_or(head).trim_end();
+    if head.contains(['"', '\'', '{', '}']) || head.contains("//") || head.contains("/*") {
+        return false;
+    }
+    let at = if head.starts_with("match ") {
+        Some(0)
+    } else {
+        head.find(" match ").map(|k| k + 1)
+    };
+    at.is_some_and(|k| {
+        let before = head[..k].trim_end();
+        before.is_empty()
+            || before.ends_with('=')
+            || before.ends_with("=>")
+            || before == "return"
+            || before.ends_with(" return")
+    })
 }
 
 /// The qualifiers `pub`, `pub(…)`, `async`, `const`, `unsafe`, `default`,
@@ -316,6 +350,12 @@ pub(super) fn rust(s: &Sides<'_>, run: &DiffRun) -> Vec<Slice> {
         let boundary_ok = |lx: &[LineLex], i: usize| lx[i].code && lx[i].depth == level;
         let opens = |prev: u8, line: &str| match wrapper {
             Wrapper::Items => matches!(prev, b';' | b'{') || (prev == b'}' && item_like(line)),
+            // An arm ends in `,`, or in `}` only when its body is a block,
+            // which a line cannot tell (`A => S { x }` needs its comma): a
+            // slice of arms starts after a `,` or the match's `{` and ends
+            // before a line after a `,` or at the match's `}`, so its last
+            // arm is followed as in the file.
+            Wrapper::Arms => matches!(prev, b',' | b'{'),
             _ => matches!(prev, b';' | b'{') || (prev == b'}' && stmt_like(line)),
         };
         let closes = |doc: &Document, i: usize| {
