@@ -81,9 +81,25 @@ pub(super) fn runs(old: &Document, new: &Document) -> Vec<DiffRun> {
     let same = crate::splice::common_prefix(old.text().as_bytes(), new.text().as_bytes());
     let from = old.line_at(same).min(n.min(m));
     let head = from + (from..n.min(m)).take_while(|&i| eq(i, i)).count();
-    let tail = (0..(n - head).min(m - head))
-        .take_while(|&k| eq(n - 1 - k, m - 1 - k))
-        .count();
+    // The lines after the head that start after a byte of the texts'
+    // common suffix (the ending before them) are the same lines in both.
+    let limit = (n - head).min(m - head);
+    let (a, b) = (old.text().as_bytes(), new.text().as_bytes());
+    let suffix = crate::splice::common_suffix(a, b);
+    let (mut lo, mut hi) = (head, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if old.byte_range(mid..mid + 1).start > a.len() - suffix {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    let known = (n - lo).min(limit);
+    let tail = known
+        + (known..limit)
+            .take_while(|&k| eq(n - 1 - k, m - 1 - k))
+            .count();
     let mut out = Runs(Vec::new());
     out.push(true, 0..head, 0..head);
     // Between the anchors, from where the last equal lines end.
