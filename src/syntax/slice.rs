@@ -135,6 +135,22 @@ impl<'a> Sides<'a> {
         (r.equal && r.old.contains(&i)).then(|| r.new.start + (i - r.old.start))
     }
 
+    /// Whether the change `run` only rewrote lines that hold nothing but
+    /// blanks and comments, into such lines: every line, old and new, starts
+    /// in code, has no code on it, and the line after it starts in code
+    /// again, at the same depth in both files. Such a change leaves every
+    /// token where it was (for a grammar whose comments are only skipped
+    /// between tokens), so it breaks nothing.
+    pub(super) fn only_comments(&self, run: &DiffRun) -> bool {
+        let quiet = |lx: &[LineLex], r: &Range<usize>| {
+            lx[r.clone()].iter().all(|l| l.code && l.last == 0) && lx[r.end].code
+        };
+        quiet(&self.old, &run.old)
+            && quiet(&self.new, &run.new)
+            && self.old[run.old.start].depth == self.new[run.new.start].depth
+            && self.old[run.old.end].depth == self.new[run.new.end].depth
+    }
+
     /// The new line where a slice starting at old line `s` starts: the line
     /// before it must be unchanged (so the text before the slice is the same).
     fn start_to_new(&self, s: usize) -> Option<usize> {
