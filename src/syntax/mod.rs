@@ -229,14 +229,17 @@ fn settled(grammar: &Grammar, parser: &mut Parser, b: &Document, after: &Documen
             return Pair::OldBroken;
         }
         top.iter()
-            .map(|t| clean_pair(grammar, parser, &t.old, &t.new, &t.local))
+            .map(|t| t.pair(grammar, parser, b, after))
             .find(|p| *p != Pair::Clean)
             .unwrap_or(Pair::Clean)
     };
     // The nested slices need a lexical scan of both whole files, which
     // costs about what parsing a 1/TOP_FIRST share of them does: top-level
     // items smaller than that are parsed as they are, first.
-    let top_bytes: usize = top.iter().map(|t| t.old.text().len()).sum();
+    let top_bytes: usize = top
+        .iter()
+        .map(|t| b.byte_range(t.slice.old.clone()).len())
+        .sum();
     let small = !top.is_empty()
         && top_bytes.saturating_mul(TOP_FIRST) <= b.text().len() + after.text().len();
     if small {
@@ -360,7 +363,7 @@ fn nested(
         else {
             return Fast::Broken;
         };
-        if clean_pair(grammar, parser, &t.old, &t.new, &t.local) != Pair::Clean {
+        if t.pair(grammar, parser, before, after) != Pair::Clean {
             return Fast::Broken;
         }
         done.retain(|d| d.old.start < t.slice.old.start);
@@ -475,14 +478,28 @@ fn edited_rows(after: &Document, runs: Option<&[splice::DiffRun]>) -> Vec<bool> 
 
 /// The top-level items around changes (see [`around_edits`]).
 struct Top {
-    /// Their old text.
-    old: Document,
-    /// Their new text.
-    new: Document,
     /// The changes inside, in the slice's own lines.
     local: Vec<splice::DiffRun>,
     /// Their lines in the whole files.
     slice: slice::Slice,
+}
+
+impl Top {
+    /// Whether the items are clean before and after (their texts are cut
+    /// from the files only now: most edits never need them).
+    fn pair(
+        &self,
+        grammar: &Grammar,
+        parser: &mut Parser,
+        before: &Document,
+        after: &Document,
+    ) -> Pair {
+        let cut = |doc: &Document, r: &Range<usize>| {
+            Document::from_text(&doc.text()[doc.byte_range(r.clone())])
+        };
+        let (old, new) = (cut(before, &self.slice.old), cut(after, &self.slice.new));
+        clean_pair(grammar, parser, &old, &new, &self.local)
+    }
 }
 
 /// The top-level items around each change, before and after: from the last
@@ -529,9 +546,6 @@ fn around_edits(
     if let Some((so, sn)) = open {
         spans.push((so..before.line_count(), sn..after.line_count()));
     }
-    let cut = |doc: &Document, r: &Range<usize>| {
-        Document::from_text(&doc.text()[doc.byte_range(r.clone())])
-    };
     spans
         .into_iter()
         .map(|(o, n)| {
@@ -556,8 +570,6 @@ fn around_edits(
                 })
                 .collect();
             Top {
-                old: cut(before, &o),
-                new: cut(after, &n),
                 local,
                 slice: slice::Slice {
                     old: o,
