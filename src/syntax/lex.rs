@@ -81,50 +81,72 @@ fn whole(lexer: Lexer, text: &str) -> Vec<LineLex> {
 }
 
 /// The tables of `before` and of `after`, each what [`whole`] gives; only
-/// the part of `after` that differs is scanned. Up to the line of the first
-/// byte where the texts differ, the lines and their states are `before`'s;
-/// after the last difference, the bytes are the same again, so from the
-/// first line there that starts in the same state in both files every entry
-/// is `before`'s.
+/// the parts of `after` that differ are scanned. `runs` is a line diff of the
+/// two (equal runs the same lines, endings aside): a line of an equal run
+/// that starts in the same state as its old line has the old line's entry,
+/// and so has every line after it in the run, so the scan of `after` runs
+/// from each changed run only until it meets such a line.
 pub(super) fn tables(
     lexer: Lexer,
     before: &Document,
     after: &Document,
+    runs: &[splice::DiffRun],
 ) -> (Vec<LineLex>, Vec<LineLex>) {
     let old = whole(lexer, before.text());
-    let (a, b) = (before.text().as_bytes(), after.text().as_bytes());
-    let prefix = splice::common_prefix(a, b);
-    let suffix = splice::common_suffix(a, b).min(a.len().min(b.len()) - prefix);
-    // The line holding the first difference starts at the same byte, with
-    // the same index, in both texts (everything before it is the same).
-    let c = before.line_at(prefix);
-    let Some(first) = old.get(c).map(LineLex::restart) else {
-        return (old, whole(lexer, after.text()));
+    let b = after.text().as_bytes();
+    let n_new = after.line_count();
+    let mut new = Vec::with_capacity(n_new + 2);
+    // A last line without a newline is scanned, never shared: the same
+    // line with a newline after it leaves another state (a Python string).
+    let old_cap = before
+        .line_count()
+        .saturating_sub(usize::from(!before.has_final_newline()));
+    let new_cap = n_new.saturating_sub(usize::from(!after.has_final_newline()));
+    // The old line of new line `j` when an equal run holds it, and the end
+    // of the old lines whose entries new lines from `j` on share.
+    let old_of = |k: &mut usize, j: usize| {
+        while runs.get(*k).is_some_and(|r| r.new.end <= j) {
+            *k += 1;
+        }
+        let r = runs.get(*k).filter(|r| r.equal && r.new.contains(&j))?;
+        let o = r.old.start + (j - r.new.start);
+        let end = r.old.end.min(old_cap).min(o + new_cap.saturating_sub(j));
+        (o < end).then_some((o, end))
     };
-    let from = before.byte_range(c..c).start;
-    let mut new = Vec::with_capacity(after.line_count() + 2);
-    new.extend_from_slice(&old[..c]);
-    // Bytes of `after` from here on are the same as `before`'s last ones.
-    let same_from = b.len() - suffix;
-    let mut rejoined = None;
-    lexer(b, from, first, &mut new, &mut |p, entry| {
-        // The line must start after a byte of the common suffix (its `\n`),
-        // so that it starts a line of `before` too.
-        if p >= b.len() || p == 0 || p - 1 < same_from {
-            return false;
+    let mut k = 0;
+    // The next line to fill and its start.
+    let (mut j, mut next) = (0, LineLex::start(true, false, 0, 0));
+    while j < n_new {
+        if let Some((o, end)) = old_of(&mut k, j)
+            && old.get(o).is_some_and(|l| l.same_start(&next))
+            && let Some(rest) = old.get(o..end)
+            && let Some(after_run) = old.get(end)
+        {
+            new.extend_from_slice(rest);
+            j += rest.len();
+            next = after_run.restart();
+            continue;
         }
-        let q = p + a.len() - b.len();
-        let i = before.line_at(q);
-        let hit =
-            before.byte_range(i..i).start == q && old.get(i).is_some_and(|o| o.same_start(entry));
-        if hit {
-            rejoined = Some(i);
+        // Scan from line `j` until a line of an equal run starts as its old
+        // line did (or to the end).
+        let from = after.byte_range(j..j).start;
+        let (mut line, mut resumed) = (j, None);
+        lexer(b, from, next, &mut new, &mut |_, entry| {
+            line += 1;
+            let same = line < n_new
+                && old_of(&mut k, line)
+                    .is_some_and(|(o, _)| old.get(o).is_some_and(|l| l.same_start(entry)));
+            if same {
+                resumed = Some(*entry);
+            }
+            same
+        });
+        match resumed {
+            Some(entry) => (j, next) = (line, entry),
+            None => return (old, new),
         }
-        hit
-    });
-    if let Some(i) = rejoined {
-        new.extend_from_slice(&old[i..]);
     }
+    new.push(next);
     (old, new)
 }
 
@@ -1002,7 +1024,41 @@ mod tests {
             let (before, after) = (Document::from_text(&old), Document::from_text(&new));
             let lexers: [(Lexer, Whole); 2] = [(rust_from, rust), (python_from, python)];
             for (lexer, full) in lexers {
-                let (o, n) = tables(lexer, &before, &after);
+                let (o, n) = tables(lexer, &before, &after, &splice::doc_line_diff(&before, &after));
+                proptest::prop_assert_eq!(&o, &full(before.text()), "{:?}", old);
+                proptest::prop_assert_eq!(&n, &full(after.text()), "{:?} -> {:?}", old, new);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+        /// The same for edits of several hunks, with the guard's own line
+        /// diff (the scan of the new text resumes and stops at each hunk).
+        #[test]
+        fn the_tables_of_a_many_hunk_edit_are_the_whole_scans(
+            picks in proptest::collection::vec(0usize..1000, 0..80),
+            hunks in proptest::collection::vec(
+                (0usize..1000, 0usize..3, proptest::collection::vec(0usize..1000, 0..3)),
+                1..6,
+            ),
+        ) {
+            let mut parts: Vec<usize> = picks.clone();
+            let mut at: Vec<(usize, usize, Vec<usize>)> = hunks
+                .iter()
+                .map(|(a, cut, insert)| (a % (picks.len() + 1), *cut, insert.clone()))
+                .collect();
+            at.sort_by_key(|h| std::cmp::Reverse(h.0));
+            for (k, cut, insert) in at {
+                let end = (k + cut).min(parts.len());
+                parts.splice(k..end, insert);
+            }
+            let (old, new) = (text_of(&picks), text_of(&parts));
+            let (before, after) = (Document::from_text(&old), Document::from_text(&new));
+            let runs = crate::syntax::diff::runs(&before, &after);
+            let lexers: [(Lexer, Whole); 2] = [(rust_from, rust), (python_from, python)];
+            for (lexer, full) in lexers {
+                let (o, n) = tables(lexer, &before, &after, &runs);
                 proptest::prop_assert_eq!(&o, &full(before.text()), "{:?}", old);
                 proptest::prop_assert_eq!(&n, &full(after.text()), "{:?} -> {:?}", old, new);
             }
@@ -1024,7 +1080,12 @@ mod tests {
         ];
         for new in edits {
             let (before, after) = (Document::from_text(&old), Document::from_text(&new));
-            let (o, n) = tables(rust_from, &before, &after);
+            let (o, n) = tables(
+                rust_from,
+                &before,
+                &after,
+                &splice::doc_line_diff(&before, &after),
+            );
             assert_eq!(o, rust(&old));
             assert_eq!(n, rust(&new), "{new}");
         }

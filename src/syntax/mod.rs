@@ -1,24 +1,29 @@
 //! The syntax guard: an edit that turns valid code into broken code is caught
 //! before it reaches disk (feature `syntax`).
 //!
-//! Only errors the edit **introduced** count. The usual case is cheap: the
-//! smallest region around each change that parses on its own is parsed,
-//! before and after, and if all are clean the edit broke nothing. A region
-//! is a run of Rust statements in a block or of items in an `impl`/`trait`/
-//! `mod`/`extern` block, parsed in a one-line synthetic wrapper of that kind,
-//! or a run of Python statements at one indentation, parsed in
-//! `def __lancet_probe():`, which no `else`/`elif`/`except` can continue
-//! (slice.rs chooses it, innermost first); its boundaries are
-//! lines a lexical scan of both whole files (lex.rs) finds outside strings
-//! and comments, at the same bracket depth before and after. When no such
-//! region is clean before, the top-level items around the change are tried
-//! (they go first when they are tiny against the files, as parsing them
-//! then costs less than that scan);
-//! when one is clean before and not after, or nothing else is clean, both
+//! Only errors the edit **introduced** count. The usual case is cheap: each
+//! change (a run of the guard's own line diff, diff.rs) is settled on its
+//! own by the smallest region around it that parses on its own, and if all
+//! are clean the edit broke nothing. A region is a run of Rust statements in
+//! a block or of items in an `impl`/`trait`/`mod`/`extern` block, parsed in
+//! a one-line synthetic wrapper of that kind, a run of whole top-level Rust
+//! items, parsed as they are, or a run of Python statements at one
+//! indentation, parsed in `def __lancet_probe():`, which no `else`/`elif`/
+//! `except` can continue (slice.rs chooses it, innermost first); its
+//! boundaries are lines a lexical scan of both whole files (lex.rs) finds
+//! outside strings and comments, at the same bracket depth before and
+//! after. A Rust region's boundaries are proven so, and only its new text
+//! is parsed; a Python region is parsed before and after, and taken only
+//! when both are clean. A Rust change of lines that hold only comments
+//! and blanks moves no token and needs no region. A change no region settles is settled by the
+//! top-level items around it, before and after (they go first for every
+//! change when they are tiny against the files, as parsing them then costs
+//! less than that scan);
+//! when a region is broken after, or nothing is clean before, both
 //! whole files are parsed (the new one incrementally, from the old tree moved through the
 //! edit with tree-sitter's `InputEdit`) and their innermost ERROR/MISSING
-//! nodes compared: the old errors' positions are mapped through a line diff,
-//! so an error that merely moved is matched to itself. A file that was
+//! nodes compared: the old errors' positions are mapped through the shortest
+//! line diff, so an error that merely moved is matched to itself. A file that was
 //! already broken can still be edited; in one, only errors on the edited
 //! lines can be new, and only net of the errors the lines they replaced had.
 //!
@@ -39,6 +44,7 @@
 //! and files over [`MAX_BYTES`] are not checked (the report says so). No
 //! tree-sitter type leaves this module.
 
+mod diff;
 mod lex;
 mod slice;
 
@@ -84,6 +90,10 @@ struct Grammar {
     /// read where it stands blanked (same bytes, spaces), to be parsed again
     /// (`None`: nothing to blank).
     blank: Option<fn(&Tree, &str) -> Option<String>>,
+    /// Whether comments are only what the grammar skips between tokens, so
+    /// that a change of lines holding nothing else changes no token (not
+    /// so for Python, whose comment lines the indentation scanner reads).
+    comments_skipped: bool,
 }
 
 static PYTHON: LazyLock<Language> = LazyLock::new(|| tree_sitter_python::LANGUAGE.into());
@@ -100,6 +110,7 @@ static REGISTRY: &[Grammar] = &[
         lex: lex::python_from,
         slices: slice::python,
         blank: None,
+        comments_skipped: false,
     },
     Grammar {
         extensions: &["rs"],
@@ -110,6 +121,7 @@ static REGISTRY: &[Grammar] = &[
         lex: lex::rust_from,
         slices: slice::rust,
         blank: Some(rust_blank),
+        comments_skipped: true,
     },
 ];
 
@@ -152,47 +164,15 @@ fn check_with(path: &str, before: Option<&Document>, after: &Document, fast: boo
     if parser.set_language(language).is_err() {
         return Verdict::UnknownLanguage;
     }
+    if let Some(b) = before.filter(|_| fast)
+        && settled(grammar, &mut parser, b, after)
+    {
+        return Verdict::Checked(Vec::new());
+    }
     let runs = match before {
         Some(b) => splice::doc_line_diff(b, after),
         None => Vec::new(),
     };
-    if let Some(b) = before.filter(|_| fast) {
-        let top = around_edits(grammar.starts_item, b, after, &runs);
-        let top_pair = |parser: &mut Parser| {
-            if top.is_empty() {
-                return Pair::OldBroken;
-            }
-            top.iter()
-                .map(|(old, new, local)| clean_pair(grammar, parser, old, new, local))
-                .find(|p| *p != Pair::Clean)
-                .unwrap_or(Pair::Clean)
-        };
-        // The nested slices need a lexical scan of both whole files, which
-        // costs about what parsing a 1/TOP_FIRST share of them does: top-level
-        // items smaller than that are parsed as they are, first.
-        let top_bytes: usize = top.iter().map(|(old, _, _)| old.text().len()).sum();
-        let small = !top.is_empty()
-            && top_bytes.saturating_mul(TOP_FIRST) <= b.text().len() + after.text().len();
-        let clean = if small {
-            match top_pair(&mut parser) {
-                Pair::Clean => true,
-                Pair::NewBroken => false,
-                Pair::OldBroken => matches!(
-                    nested(grammar, &mut parser, b, after, &runs),
-                    Fast::Clean(_)
-                ),
-            }
-        } else {
-            match nested(grammar, &mut parser, b, after, &runs) {
-                Fast::Clean(_) => true,
-                Fast::Broken => false,
-                Fast::Unknown => top_pair(&mut parser) == Pair::Clean,
-            }
-        };
-        if clean {
-            return Verdict::Checked(Vec::new());
-        }
-    }
     // The whole files: the old one first, so the new one parses incrementally.
     let (known, old_tree) = match before {
         Some(b) => match parser.parse(b.text(), None) {
@@ -232,16 +212,66 @@ fn check_with(path: &str, before: Option<&Document>, after: &Document, fast: boo
     )
 }
 
+/// The fast path: whether slices around the changes settle the edit `before`
+/// → `after` as breaking nothing (`false`: only the whole files can tell).
+///
+/// The changed lines come from the guard's own walk ([`diff::runs`]), not
+/// the shortest diff the whole files need. Each change is settled on its
+/// own: the innermost region [`slice`] offers that parses clean before and
+/// after, else the top-level items around it (see [`nested`]); when the
+/// items around the changes are tiny against the files they go first, as
+/// parsing them then costs less than the lexical scan the nested slices need.
+fn settled(grammar: &Grammar, parser: &mut Parser, b: &Document, after: &Document) -> bool {
+    let runs = diff::runs(b, after);
+    let top = around_edits(grammar.starts_item, b, after, &runs);
+    let top_pair = |parser: &mut Parser| {
+        if top.is_empty() {
+            return Pair::OldBroken;
+        }
+        top.iter()
+            .map(|t| t.pair(grammar, parser, b, after))
+            .find(|p| *p != Pair::Clean)
+            .unwrap_or(Pair::Clean)
+    };
+    // The nested slices need a lexical scan of both whole files, which
+    // costs about what parsing a 1/TOP_FIRST share of them does: top-level
+    // items smaller than that are parsed as they are, first.
+    let top_bytes: usize = top
+        .iter()
+        .map(|t| b.byte_range(t.slice.old.clone()).len())
+        .sum();
+    let small = !top.is_empty()
+        && top_bytes.saturating_mul(TOP_FIRST) <= b.text().len() + after.text().len();
+    if small {
+        return match top_pair(parser) {
+            Pair::Clean => true,
+            Pair::NewBroken => false,
+            // (The top-level items are not tried again.)
+            Pair::OldBroken => matches!(
+                nested(grammar, parser, b, after, &runs, &[]),
+                Fast::Clean(_)
+            ),
+        };
+    }
+    match nested(grammar, parser, b, after, &runs, &top) {
+        Fast::Clean(_) => true,
+        Fast::Broken => false,
+        Fast::Unknown => top_pair(parser) == Pair::Clean,
+    }
+}
+
 /// What the nested slices say about an edit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Fast {
     /// Every change lies in a slice that parses clean before and after:
     /// the slices' old and new line ranges.
     Clean(Vec<(Range<usize>, Range<usize>)>),
-    /// A slice parsed clean before and not after: most likely the edit broke
-    /// it, which only the whole files can tell.
+    /// A slice parsed clean before and not after (most likely the edit broke
+    /// it), or nothing clean before could be placed around some change:
+    /// only the whole files can tell.
     Broken,
-    /// No slice could be placed around some change, or none was clean before.
+    /// The nested slices were not tried (too many changes, or the lexical
+    /// scan could not be used).
     Unknown,
 }
 
@@ -256,13 +286,17 @@ fn inside(slice: &slice::Slice, run: &splice::DiffRun) -> bool {
 /// The nested fast path: for each change, the regions [`slice`] offers,
 /// innermost first, each parsed in its wrapper before and after (the new one
 /// incrementally); the first clean pair covers every change inside it. A
-/// region may contain the regions already checked, never cut one.
+/// region may contain the regions already checked, never cut one. A change
+/// no region settles is settled by the top-level items around it (`top`,
+/// from [`around_edits`]), on their own: the other changes keep their small
+/// regions.
 fn nested(
     grammar: &Grammar,
     parser: &mut Parser,
     before: &Document,
     after: &Document,
     runs: &[splice::DiffRun],
+    top: &[Top],
 ) -> Fast {
     // Many scattered changes: the top-level slices or the whole files are
     // as cheap, and the search per change stays bounded.
@@ -273,35 +307,42 @@ fn nested(
         return Fast::Unknown;
     };
     let mut done: Vec<slice::Slice> = Vec::new();
+    // Whether a region starting at old line `start` would cut one checked.
+    let cuts = |done: &[slice::Slice], start: usize| {
+        done.iter()
+            .any(|d| d.old.start < start && start < d.old.end)
+    };
+    let mut settled = false;
     for run in runs.iter().filter(|r| !r.equal) {
         if done.iter().any(|d| inside(d, run)) {
             continue;
         }
+        if grammar.comments_skipped && sides.only_comments(run) {
+            settled = true;
+            continue;
+        }
         let mut placed = false;
         for cand in (grammar.slices)(&sides, run) {
-            if !inside(&cand, run)
-                || done
-                    .iter()
-                    .any(|d| d.old.start < cand.old.start && cand.old.start < d.old.end)
-            {
+            if !inside(&cand, run) || cuts(&done, cand.old.start) {
                 continue;
             }
-            // The changes inside, in the wrapped slice's lines (one wrapper
-            // line above).
+            // The changes inside, in the wrapped slice's lines (the lines
+            // the wrapper puts above).
+            let above = cand.wrapper.lines_above();
             let local: Vec<splice::DiffRun> = runs
                 .iter()
                 .filter(|r| !r.equal && inside(&cand, r))
                 .map(|r| splice::DiffRun {
                     equal: false,
-                    old: r.old.start - cand.old.start + 1..r.old.end - cand.old.start + 1,
-                    new: r.new.start - cand.new.start + 1..r.new.end - cand.new.start + 1,
+                    old: r.old.start - cand.old.start + above..r.old.end - cand.old.start + above,
+                    new: r.new.start - cand.new.start + above..r.new.end - cand.new.start + above,
                 })
                 .collect();
             let wrapped = |doc: &Document, r: &Range<usize>| {
                 Document::from_text(&cand.wrapper.wrap(&doc.text()[doc.byte_range(r.clone())]))
             };
             let (old, new) = (wrapped(before, &cand.old), wrapped(after, &cand.new));
-            match clean_pair(grammar, parser, &old, &new, &local) {
+            match pair(grammar, parser, &old, &new, &local, cand.wrapper.proven()) {
                 Pair::Clean => {
                     done.retain(|d| d.old.start < cand.old.start);
                     done.push(cand);
@@ -312,11 +353,23 @@ fn nested(
                 Pair::NewBroken => return Fast::Broken,
             }
         }
-        if !placed {
-            return Fast::Unknown;
+        if placed {
+            continue;
         }
+        // The top-level items around the change.
+        let Some(t) = top
+            .iter()
+            .find(|t| inside(&t.slice, run) && !cuts(&done, t.slice.old.start))
+        else {
+            return Fast::Broken;
+        };
+        if t.pair(grammar, parser, before, after) != Pair::Clean {
+            return Fast::Broken;
+        }
+        done.retain(|d| d.old.start < t.slice.old.start);
+        done.push(t.slice.clone());
     }
-    if done.is_empty() {
+    if done.is_empty() && !settled {
         return Fast::Unknown;
     }
     Fast::Clean(done.into_iter().map(|s| (s.old, s.new)).collect())
@@ -423,6 +476,32 @@ fn edited_rows(after: &Document, runs: Option<&[splice::DiffRun]>) -> Vec<bool> 
     rows
 }
 
+/// The top-level items around changes (see [`around_edits`]).
+struct Top {
+    /// The changes inside, in the slice's own lines.
+    local: Vec<splice::DiffRun>,
+    /// Their lines in the whole files.
+    slice: slice::Slice,
+}
+
+impl Top {
+    /// Whether the items are clean before and after (their texts are cut
+    /// from the files only now: most edits never need them).
+    fn pair(
+        &self,
+        grammar: &Grammar,
+        parser: &mut Parser,
+        before: &Document,
+        after: &Document,
+    ) -> Pair {
+        let cut = |doc: &Document, r: &Range<usize>| {
+            Document::from_text(&doc.text()[doc.byte_range(r.clone())])
+        };
+        let (old, new) = (cut(before, &self.slice.old), cut(after, &self.slice.new));
+        clean_pair(grammar, parser, &old, &new, &self.local)
+    }
+}
+
 /// The top-level items around each change, before and after: from the last
 /// line that starts an item above the change to the first that starts one
 /// below it. Changes with no item start between them share one slice.
@@ -431,7 +510,7 @@ fn around_edits(
     before: &Document,
     after: &Document,
     runs: &[splice::DiffRun],
-) -> Vec<(Document, Document, Vec<splice::DiffRun>)> {
+) -> Vec<Top> {
     // Lines of an unchanged run are the same in both texts: a line found in
     // `before` is at the same offset of the run in `after`.
     let starter = |e: &splice::DiffRun, k: usize| {
@@ -467,9 +546,6 @@ fn around_edits(
     if let Some((so, sn)) = open {
         spans.push((so..before.line_count(), sn..after.line_count()));
     }
-    let slice = |doc: &Document, r: &Range<usize>| {
-        Document::from_text(&doc.text()[doc.byte_range(r.clone())])
-    };
     spans
         .into_iter()
         .map(|(o, n)| {
@@ -493,7 +569,14 @@ fn around_edits(
                     new: r.new.start - n.start..r.new.end - n.start,
                 })
                 .collect();
-            (slice(before, &o), slice(after, &n), local)
+            Top {
+                local,
+                slice: slice::Slice {
+                    old: o,
+                    new: n,
+                    wrapper: slice::Wrapper::Bare,
+                },
+            }
         })
         .collect()
 }
@@ -520,6 +603,27 @@ fn clean_pair(
     new: &Document,
     runs: &[splice::DiffRun],
 ) -> Pair {
+    pair(grammar, parser, old, new, runs, false)
+}
+
+/// [`clean_pair`], or with `proven` (the slice's boundaries are proven by
+/// the lexical scan, see [`slice::Wrapper::proven`]) only `new` parsed: the
+/// old slice's parse only tells whether the slice was a good guess, and an
+/// error it had is one the new slice has too, which the whole files settle.
+fn pair(
+    grammar: &Grammar,
+    parser: &mut Parser,
+    old: &Document,
+    new: &Document,
+    runs: &[splice::DiffRun],
+    proven: bool,
+) -> Pair {
+    if proven {
+        let clean = parser
+            .parse(new.text(), None)
+            .is_some_and(|t| clean_tree(grammar, &t, new));
+        return if clean { Pair::Clean } else { Pair::NewBroken };
+    }
     let Some(mut tree) = parser.parse(old.text(), None) else {
         return Pair::OldBroken;
     };
@@ -1613,7 +1717,7 @@ mod tests {
         parser.set_language(grammar.language).ok()?;
         let (before, after) = (Document::from_text(before), Document::from_text(after));
         let runs = splice::doc_line_diff(&before, &after);
-        match nested(grammar, &mut parser, &before, &after, &runs) {
+        match nested(grammar, &mut parser, &before, &after, &runs, &[]) {
             Fast::Clean(v) => Some(v),
             _ => None,
         }
@@ -2028,5 +2132,354 @@ def f(z):
             check("notes.txt", None, &Document::from_text("(((")),
             Verdict::UnknownLanguage
         );
+    }
+
+    /// A file of `n` functions: a `use` list, then free functions of three
+    /// statements each, the last one in an `impl`.
+    fn many_fns(n: usize) -> String {
+        let mut text = "use std::fmt;\nuse std::io::{Read, Write};\n\n".to_owned();
+        for i in 0..n {
+            text += &format!(
+                "/// Function {i}.\npub fn f{i}(x: u32) -> u32 {{\n    let a = x + {i};\n    let b = a * 2;\n    b + 1\n}}\n\n"
+            );
+        }
+        text + "impl S {\n    fn m(&self) -> u32 {\n        let c = 3;\n        c\n    }\n}\n"
+    }
+
+    /// `text` with each `(from, to)` replaced once (each `from` occurs once).
+    fn edited(text: &str, edits: &[(&str, &str)]) -> String {
+        edits.iter().fold(text.to_owned(), |t, (from, to)| {
+            assert_eq!(t.matches(from).count(), 1, "{from}");
+            t.replacen(from, to, 1)
+        })
+    }
+
+    /// Twelve clean hunks spread over a 60-function file (a `use` list made
+    /// longer, functions inserted between others, statements changed and
+    /// added, a doc comment, the `impl`'s method): each is settled by a
+    /// small slice of its own (the doc comment by none), never by the
+    /// top-level items between the first and the last, nor by the whole
+    /// files.
+    #[test]
+    fn many_clean_hunks_are_settled_one_by_one() {
+        let before = many_fns(60);
+        let after = edited(
+            &before,
+            &[
+                (
+                    "use std::io::{Read, Write};\n",
+                    "use std::io::{\n    BufRead, Read, Write,\n};\n",
+                ),
+                ("let a = x + 3;", "let a = x + 3 * 2;"),
+                (
+                    "/// Function 8.\n",
+                    "fn added() -> u32 {\n    7\n}\n\n/// Function 8.\n",
+                ),
+                ("let a = x + 12;\n", "let a = x + 12;\n    let z = a - 1;\n"),
+                ("/// Function 20.", "/// Function twenty."),
+                ("let a = x + 25;\n    let b = a * 2;\n", "let a = x + 25;\n"),
+                ("let a = x + 31;", "let a = if x > 1 { x } else { 31 };"),
+                (
+                    "/// Function 40.\n",
+                    "const K: u32 = 4;\n\n/// Function 40.\n",
+                ),
+                ("let a = x + 44;", "let a = x.wrapping_add(44);"),
+                ("pub fn f50(x: u32)", "pub fn f50(x: u32, _y: u32)"),
+                ("let a = x + 55;", "let a = x + 56;"),
+                ("        let c = 3;", "        let c = 4;"),
+            ],
+        );
+        assert!(new_errors("m.rs", &before, &after).is_empty());
+        let Some(slices) = fast_slices("m.rs", &before, &after) else {
+            panic!("the slices did not settle the edit");
+        };
+        // (The doc comment's change moves no token: it needs no slice.)
+        assert_eq!(slices.len(), 11, "{slices:?}");
+        assert!(
+            slices.iter().all(|(o, n)| o.len() <= 7 && n.len() <= 7),
+            "{slices:?}"
+        );
+    }
+
+    /// Many clean hunks and one that breaks the code, first, in the middle
+    /// or last, at the top level or in a function: the breakage is found,
+    /// on its line, and nothing else is reported.
+    #[test]
+    fn one_broken_hunk_among_clean_ones_is_found() {
+        let before = many_fns(60);
+        let clean = [
+            ("let a = x + 3;", "let a = x + 3 * 2;"),
+            (
+                "/// Function 8.\n",
+                "fn added() -> u32 {\n    7\n}\n\n/// Function 8.\n",
+            ),
+            ("let a = x + 31;", "let a = x + 32;"),
+            ("let a = x + 55;", "let a = x + 56;"),
+        ];
+        for (from, to) in [
+            ("let a = x + 1;", "let a = x + ;"),
+            (
+                "let b = a * 2;\n    b + 1\n}\n\n/// Function 21.",
+                "let b = a * 2\n    b + 1\n}\n\n/// Function 21.",
+            ),
+            (
+                "/// Function 30.\n",
+                "fn broken( -> u32 {\n    7\n}\n\n/// Function 30.\n",
+            ),
+            ("/// Function 59.\n", "struct Half {\n\n/// Function 59.\n"),
+            ("        c\n    }\n", "        c +\n    }\n"),
+        ] {
+            let mut edits = clean.to_vec();
+            edits.push((from, to));
+            let after = edited(&before, &edits);
+            let issues = new_errors("m.rs", &before, &after);
+            assert!(!issues.is_empty(), "{to}");
+            // The lines the broken hunk wrote (and the one after them).
+            let at = after.find(to).map(|k| after[..k].matches('\n').count());
+            let Some(first) = at else {
+                panic!("{to}");
+            };
+            let last = first + to.trim_end().matches('\n').count() + 1;
+            assert!(
+                issues.iter().all(|i| (first..=last).contains(&i.line)),
+                "{to}: {issues:?} (the hunk wrote lines {first}..={last})"
+            );
+            // Every clean hunk alone passes.
+            for e in &clean {
+                assert!(new_errors("m.rs", &before, &edited(&before, &[*e])).is_empty());
+            }
+        }
+    }
+
+    /// Two nearby hunks that are each a breakage alone: together they are
+    /// one (a bracket, a struct, a function left open by the first and
+    /// closed in the wrong place by the second), or valid code (a comment
+    /// or a string opened by one and closed by the other, a function's end
+    /// moved down past the next one). The guard agrees with the whole files
+    /// on every one, and refuses exactly the broken ones.
+    #[test]
+    fn an_error_spanning_two_nearby_hunks_is_found() {
+        let before = many_fns(6);
+        let broken: [&[(&str, &str)]; 4] = [
+            &[
+                ("let a = x + 2;", "let a = (x + 2;"),
+                (
+                    "    b + 1\n}\n\n/// Function 3.",
+                    "    b + 1)\n}\n\n/// Function 3.",
+                ),
+            ],
+            &[
+                ("/// Function 2.\n", "struct S {\n/// Function 2.\n"),
+                ("/// Function 4.\n", "}\n/// Function 4.\n"),
+            ],
+            &[
+                ("let a = x + 2;", "let a = [x + 2;"),
+                (
+                    "let b = a * 2;\n    b + 1\n}\n\n/// Function 3.",
+                    "let b = a * 2];\n    b + 1\n}\n\n/// Function 3.",
+                ),
+            ],
+            &[
+                (
+                    "    b + 1\n}\n\n/// Function 2.\n",
+                    "    b + 1\n\n/// Function 2.\n",
+                ),
+                ("let a = x + 3;", "let a = x + 3;\n    }"),
+            ],
+        ];
+        let valid: [&[(&str, &str)]; 3] = [
+            &[
+                ("let a = x + 2;", "let a = x + 2; /*"),
+                (
+                    "    b + 1\n}\n\n/// Function 3.",
+                    "    */ b + 1\n}\n\n/// Function 3.",
+                ),
+            ],
+            &[
+                ("let a = x + 2;", "let a = \"x + 2;"),
+                (
+                    "let b = a * 2;\n    b + 1\n}\n\n/// Function 3.",
+                    "let b = a * 2\";\n    b + 1\n}\n\n/// Function 3.",
+                ),
+            ],
+            &[
+                (
+                    "    b + 1\n}\n\n/// Function 2.\n",
+                    "    b + 1;\n\n/// Function 2.\n",
+                ),
+                (
+                    "    b + 1\n}\n\n/// Function 3.\n",
+                    "    b + 1\n}\n}\n\n/// Function 3.\n",
+                ),
+            ],
+        ];
+        for (edits, refused) in broken
+            .iter()
+            .map(|e| (e, true))
+            .chain(valid.iter().map(|e| (e, false)))
+        {
+            let after = edited(&before, edits);
+            let (b, a) = (Document::from_text(&before), Document::from_text(&after));
+            let fast = check_with("m.rs", Some(&b), &a, true);
+            let full = check_with("m.rs", Some(&b), &a, false);
+            assert_eq!(fast, full, "{after}");
+            assert_eq!(fast != Verdict::Checked(Vec::new()), refused, "{after}");
+        }
+    }
+
+    /// `base` with clean edits (see [`clean_edit`]) at `picks`, then with
+    /// `bad` lines of `pool` put in (a line, a pick, insert or replace).
+    fn many_edits(
+        base: &str,
+        picks: &[usize],
+        pool: &[&str],
+        bad: &[(usize, usize, bool)],
+    ) -> String {
+        let mut lines: Vec<String> = base.lines().map(str::to_owned).collect();
+        let mut at: Vec<(usize, usize)> = picks
+            .iter()
+            .map(|&p| (p % lines.len(), p / lines.len()))
+            .collect();
+        at.sort_unstable();
+        at.dedup_by_key(|(line, _)| *line);
+        for &(line, kind) in at.iter().rev() {
+            clean_edit(&mut lines, line, kind);
+        }
+        for &(line, pick, insert) in bad {
+            let line = line % lines.len();
+            let new = pool[pick % pool.len()].to_owned();
+            if insert {
+                lines.insert(line, new);
+            } else {
+                lines[line] = new;
+            }
+        }
+        lines.join("\n") + "\n"
+    }
+
+    /// An edit that keeps Rust code valid wherever it lands (in a string or
+    /// a comment it changes only their text): a function inserted before a
+    /// line that starts an item at column 0, a statement before a `let`, a
+    /// `let`'s value made longer; other lines are left alone.
+    fn clean_edit(lines: &mut Vec<String>, i: usize, kind: usize) {
+        let line = lines[i].clone();
+        let body = line.trim_start();
+        let indent = &line[..line.len() - body.len()];
+        let item = ["fn ", "pub ", "impl ", "#[", "mod ", "use ", "const "]
+            .iter()
+            .any(|p| line.starts_with(p));
+        if item {
+            lines.insert(i, format!("fn added_{i}() -> u32 {{\n    {kind}\n}}\n"));
+        } else if body.starts_with("let ") && body.contains(" = ") && !body.contains('"') {
+            if kind % 2 == 0 {
+                lines.insert(i, format!("{indent}let added_{i} = {kind};"));
+            } else {
+                lines[i] = line.replacen(" = ", &format!(" = {kind} + "), 1);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+        /// Many hunks over a file of many items (the Rust bases one after
+        /// another): clean ones, and none, one or two lines of the
+        /// adversarial pool. The fast path, which settles each change on
+        /// its own, says "clean" only when the whole files agree.
+        #[test]
+        fn the_fast_path_agrees_on_many_hunks(
+            picks in proptest::collection::vec(0usize..2000, 2..16),
+            bad in proptest::collection::vec((0usize..400, 0usize..64, proptest::bool::ANY), 0..3),
+        ) {
+            let base = [RS_BASE, RS_DEEP, RS_NESTED, RS_IMPL].join("\n");
+            let after = Document::from_text(&many_edits(&base, &picks, RS_DEEP_POOL, &bad));
+            let before = Document::from_text(&base);
+            let fast = check_with("m.rs", Some(&before), &after, true);
+            let full = check_with("m.rs", Some(&before), &after, false);
+            let clean = |v: &Verdict| matches!(v, Verdict::Checked(i) if i.is_empty());
+            proptest::prop_assert!(
+                !clean(&fast) || clean(&full),
+                "fast path passed a breakage:\n{}\n{:?}",
+                after.text(),
+                full
+            );
+        }
+    }
+
+    const RS_MATCH: &str = "fn f(x: u32) -> S {\n    let y = match x {\n        0 => S { a: 0 },\n        1 => {\n            S { a: 1 }\n        }\n        2 => S { a: 2 },\n        _ => S { a: 3 },\n    };\n    y\n}\n";
+
+    /// A change among a `match`'s arms is settled by the arms around it
+    /// (lines 2..3, the arm `0 => …,`), and an arm whose body is no block
+    /// and lost its comma, with another arm after it, is still an error
+    /// (a slice of arms ends only after a `,` or at the match's `}`): the
+    /// guard agrees with the whole files on each.
+    #[test]
+    fn match_arms_are_sliced_and_miss_nothing() {
+        let edit = |from: &str, to: &str| {
+            assert_eq!(RS_MATCH.matches(from).count(), 1, "{from}");
+            RS_MATCH.replace(from, to)
+        };
+        assert_eq!(
+            fast_slices("m.rs", RS_MATCH, &edit("S { a: 0 }", "S { a: 10 }")),
+            Some(vec![(2..3, 2..3)])
+        );
+        let (b, clean) = (Document::from_text(RS_MATCH), Verdict::Checked(Vec::new()));
+        for (from, to, broken) in [
+            ("0 => S { a: 0 },", "0 => S { a: 0 }", true),
+            (
+                "        1 => {\n            S { a: 1 }\n        }\n",
+                "        1 => S { a: 1 }\n",
+                true,
+            ),
+            ("2 => S { a: 2 },", "2 => S { a: 2 }, 3 =>", true),
+            ("_ => S { a: 3 },", "_ => S { a: 3 }", false),
+            (
+                "_ => S { a: 3 },",
+                "4 => S { a: 4 },\n        _ => S { a: 3 },",
+                false,
+            ),
+            (
+                "        1 => {\n            S { a: 1 }\n        }\n",
+                "        1 => {\n            S { a: 1 }\n        },\n",
+                false,
+            ),
+        ] {
+            let after = edit(from, to);
+            let a = Document::from_text(&after);
+            let fast = check_with("m.rs", Some(&b), &a, true);
+            assert_eq!(fast, check_with("m.rs", Some(&b), &a, false), "{after}");
+            assert_eq!(fast != clean, broken, "{after}");
+        }
+    }
+
+    /// A change of lines that hold only comments and blanks (a doc comment
+    /// rewritten, one added at the end of a block or of the file, an inner
+    /// doc comment among items) moves no token: it is settled without a
+    /// parse, and the whole files agree with that on each; a comment that
+    /// opens and runs on (`/*`) is not such a change.
+    #[test]
+    fn comment_only_changes_are_settled_without_a_parse() {
+        let old = "//! Crate.\n\n/// Doc.\nfn a() -> u32 {\n    // note\n    1\n}\n";
+        let edits = [
+            ("/// Doc.\n", "/// Doc, longer.\n/// And more.\n"),
+            ("    1\n}\n", "    1\n    // trailing\n}\n"),
+            ("    1\n}\n", "    1\n}\n/// dangling\n"),
+            ("/// Doc.\n", "//! Inner, late.\n/// Doc.\n"),
+            ("    // note\n", "    /* note */\n"),
+            ("    // note\n", ""),
+        ];
+        for (from, to) in edits {
+            assert_eq!(old.matches(from).count(), 1, "{from}");
+            let new = old.replace(from, to);
+            assert_eq!(fast_slices("m.rs", old, &new), Some(vec![]), "{new}");
+            let (b, a) = (Document::from_text(old), Document::from_text(&new));
+            assert_eq!(
+                check_with("m.rs", Some(&b), &a, true),
+                check_with("m.rs", Some(&b), &a, false),
+                "{new}"
+            );
+        }
+        let open = old.replace("    // note\n", "    /* note\n");
+        assert_ne!(fast_slices("m.rs", old, &open), Some(vec![]));
+        assert!(!new_errors("m.rs", old, &open).is_empty());
     }
 }

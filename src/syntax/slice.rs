@@ -5,10 +5,12 @@
 //! Owns the choice of region: a run of Rust statements in a block (parsed in
 //! `fn __lancet_probe() {…}`), a run of items in an `impl`/`trait`/`mod`/
 //! `extern` block (parsed in `mod __lancet_probe {…}`, whose grammar rule is
-//! the same), a run of Python statements at one indentation (parsed under
+//! the same), a run of arms of a `match` (parsed in `match () {…}`), a run
+//! of whole top-level items (parsed as they are), a run of Python statements
+//! at one indentation (parsed under
 //! `def __lancet_probe():`, their bytes untouched: a wrapper no clause can
-//! continue, so an `else` cut from its `if` is an error there too). Does not parse (the caller does, old
-//! and new, and accepts a slice only when both are clean). Invariant: every
+//! continue, so an `else` cut from its `if` is an error there too). Does not
+//! parse (the caller does: the new slice, and for Python the old one too). Invariant: every
 //! boundary is a line outside any string or comment, at the same bracket
 //! depth in the old and the new file (from [`super::lex`]), between
 //! unchanged lines, and a statement or item boundary in both; a region the
@@ -31,6 +33,11 @@ pub(super) enum Wrapper {
     /// Python statements indented alike, in `def __lancet_probe():` (an
     /// `if True:` would give a stray `elif` at the slice's level a partner).
     Indented,
+    /// Top-level items, parsed as they are: a file of their own.
+    Bare,
+    /// Rust arms of a `match`, inside `fn __lancet_probe() { match () {` …
+    /// `} }` (tree-sitter's `match_block`).
+    Arms,
 }
 
 impl Wrapper {
@@ -40,7 +47,9 @@ impl Wrapper {
         let (head, tail) = match self {
             Wrapper::Block => ("fn __lancet_probe() {\n", "}\n"),
             Wrapper::Items => ("mod __lancet_probe {\n", "}\n"),
+            Wrapper::Arms => ("fn __lancet_probe() { match () {\n", "} }\n"),
             Wrapper::Indented => ("def __lancet_probe():\n", ""),
+            Wrapper::Bare => return slice.to_owned(),
         };
         let eol = if slice.is_empty() || slice.ends_with('\n') {
             ""
@@ -48,6 +57,33 @@ impl Wrapper {
             "\n"
         };
         [head, slice, eol, tail].concat()
+    }
+}
+
+impl Wrapper {
+    /// Whether a slice in this wrapper stands on boundaries the lexical scan
+    /// proves, in a wrapper of the same grammar rule as where it stands, so
+    /// that a new slice that parses clean is clean in its file (the old one
+    /// need not be parsed). Rust: a boundary is a line outside strings and
+    /// comments, at the block's depth in both files, after code that ended
+    /// a statement or item (`;`, `{`, or `}` and a line no expression
+    /// continues); a block that a `fn`/`if`/`else`/`while`/`for`/`loop`,
+    /// `=`/`=>`/closure or `unsafe`/`async`/`const` header opens is a
+    /// `block`, an `impl`/`trait`/`mod`/`extern` one a `declaration_list`,
+    /// a `match` one a `match_block` (whose arms a slice takes from after a
+    /// `,` to before one, see [`rust`]), as in the wrappers; the top level
+    /// is a `source_file`. Python's indentation and clauses are guessed from
+    /// lines: its slices are still checked by parsing the old one.
+    pub(super) fn proven(self) -> bool {
+        self != Wrapper::Indented
+    }
+
+    /// How many lines the wrapper puts above the slice.
+    pub(super) fn lines_above(self) -> usize {
+        match self {
+            Wrapper::Bare => 0,
+            _ => 1,
+        }
     }
 }
 
@@ -75,7 +111,7 @@ impl<'a> Sides<'a> {
         runs: &'a [DiffRun],
         lexer: lex::Lexer,
     ) -> Option<Sides<'a>> {
-        let (old, new) = lex::tables(lexer, before, after);
+        let (old, new) = lex::tables(lexer, before, after, runs);
         // The tables count lines as the documents do (or nothing is offered).
         (old.len() == before.line_count() + 1 && new.len() == after.line_count() + 1).then_some(
             Sides {
@@ -99,6 +135,22 @@ impl<'a> Sides<'a> {
         (r.equal && r.old.contains(&i)).then(|| r.new.start + (i - r.old.start))
     }
 
+    /// Whether the change `run` only rewrote lines that hold nothing but
+    /// blanks and comments, into such lines: every line, old and new, starts
+    /// in code, has no code on it, and the line after it starts in code
+    /// again, at the same depth in both files. Such a change leaves every
+    /// token where it was (for a grammar whose comments are only skipped
+    /// between tokens), so it breaks nothing.
+    pub(super) fn only_comments(&self, run: &DiffRun) -> bool {
+        let quiet = |lx: &[LineLex], r: &Range<usize>| {
+            lx[r.clone()].iter().all(|l| l.code && l.last == 0) && lx[r.end].code
+        };
+        quiet(&self.old, &run.old)
+            && quiet(&self.new, &run.new)
+            && self.old[run.old.start].depth == self.new[run.new.start].depth
+            && self.old[run.old.end].depth == self.new[run.new.end].depth
+    }
+
     /// The new line where a slice starting at old line `s` starts: the line
     /// before it must be unchanged (so the text before the slice is the same).
     fn start_to_new(&self, s: usize) -> Option<usize> {
@@ -116,6 +168,15 @@ fn prev_code(lx: &[LineLex], below: usize, floor: usize) -> u8 {
         .map(|j| lx[j].last)
         .find(|&b| b != 0)
         .unwrap_or(0)
+}
+
+/// The first line at or after line `i` that is not blank ("" at the end):
+/// what follows a boundary there (blank lines continue nothing).
+fn from_line(doc: &Document, i: usize) -> &str {
+    (i..doc.line_count())
+        .map(|k| doc.line(k))
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
 }
 
 /// Whether a line starts with `word` as a whole word.
@@ -174,6 +235,9 @@ fn classify(doc: &Document, lx: &[LineLex], o: usize, d: i32) -> Option<Wrapper>
     } else {
         return tail_block.then_some(Wrapper::Block);
     };
+    if match_header(head) {
+        return Some(Wrapper::Arms);
+    }
     let (word, foreign, qualified) = first_word(head);
     match word {
         "fn" | "if" | "else" | "while" | "for" | "loop" => Some(Wrapper::Block),
@@ -188,6 +252,30 @@ fn classify(doc: &Document, lx: &[LineLex], o: usize, d: i32) -> Option<Wrapper>
         }
         _ => tail_block.then_some(Wrapper::Block),
     }
+}
+
+/// Whether a header is a `match` (`match x {`, `let y = match x {`,
+/// `A => match x {`, `return match x {`), on a line without a string, a
+/// character literal or a comment (whose text could hold the word).
+fn match_header(head: &str) -> bool {
+    let head = head.trim();
+    let head = head.strip_suffix('{').unwrap_or(head).trim_end();
+    if head.contains(['"', '\'', '{', '}']) || head.contains("//") || head.contains("/*") {
+        return false;
+    }
+    let at = if head.starts_with("match ") {
+        Some(0)
+    } else {
+        head.find(" match ").map(|k| k + 1)
+    };
+    at.is_some_and(|k| {
+        let before = head[..k].trim_end();
+        before.is_empty()
+            || before.ends_with('=')
+            || before.ends_with("=>")
+            || before == "return"
+            || before.ends_with(" return")
+    })
 }
 
 /// The qualifiers `pub`, `pub(…)`, `async`, `const`, `unsafe`, `default`,
@@ -278,18 +366,28 @@ pub(super) fn rust(s: &Sides<'_>, run: &DiffRun) -> Vec<Slice> {
         let boundary_ok = |lx: &[LineLex], i: usize| lx[i].code && lx[i].depth == level;
         let opens = |prev: u8, line: &str| match wrapper {
             Wrapper::Items => matches!(prev, b';' | b'{') || (prev == b'}' && item_like(line)),
+            // An arm ends in `,`, or in `}` only when its body is a block,
+            // which a line cannot tell (`A => S { x }` needs its comma): a
+            // slice of arms starts after a `,` or the match's `{` and ends
+            // before a line after a `,` or at the match's `}`, so its last
+            // arm is followed as in the file.
+            Wrapper::Arms => matches!(prev, b',' | b'{'),
             _ => matches!(prev, b';' | b'{') || (prev == b'}' && stmt_like(line)),
         };
+        let closes = |doc: &Document, i: usize| {
+            i < doc.line_count() && doc.line(i).trim_start().starts_with('}')
+        };
         // The start: the nearest line above the change that starts a
-        // statement (an item) in both files.
+        // statement (an item) in both files, or closes the block (lines
+        // added at the end of a block: nothing of the old block is parsed).
         let start = (o + 1..=a).rev().find_map(|st| {
             let sn = s.start_to_new(st)?;
             (st < s.before.line_count()
                 && sn < s.after.line_count()
                 && boundary_ok(ol, st)
                 && boundary_ok(nl, sn)
-                && opens(prev_code(ol, st, o), s.before.line(st))
-                && opens(prev_code(nl, sn, on), s.after.line(sn)))
+                && (opens(prev_code(ol, st, o), from_line(s.before, st)) || closes(s.before, st))
+                && (opens(prev_code(nl, sn, on), from_line(s.after, sn)) || closes(s.after, sn)))
             .then_some((st, sn))
         });
         let Some((st, sn)) = start else {
@@ -297,9 +395,6 @@ pub(super) fn rust(s: &Sides<'_>, run: &DiffRun) -> Vec<Slice> {
         };
         // The end: the first unchanged line below it that starts a statement
         // (an item) or closes the block, in both files.
-        let closes = |doc: &Document, i: usize| {
-            i < doc.line_count() && doc.line(i).trim_start().starts_with('}')
-        };
         let ends = |lx: &[LineLex], doc: &Document, e: usize, from: usize| {
             if !boundary_ok(lx, e) {
                 return false;
@@ -341,7 +436,44 @@ pub(super) fn rust(s: &Sides<'_>, run: &DiffRun) -> Vec<Slice> {
             });
         }
     }
+    out.extend(rust_top(s, run));
     out
+}
+
+/// Rust: the top-level items around `run`, parsed as they are: from the
+/// nearest line at or above it where an item starts to the first unchanged
+/// line below it where one does (or the end), in both files. An item starts
+/// on a line at depth 0 outside strings and comments whose code before it
+/// ends in `;` or `}` (the line then starting like an item), or has none:
+/// at depth 0 nothing continues an item that ended so, so the text on
+/// either side is the same run of whole items in both files.
+fn rust_top(s: &Sides<'_>, run: &DiffRun) -> Option<Slice> {
+    let (ol, nl) = (&s.old, &s.new);
+    let starts = |lx: &[LineLex], doc: &Document, i: usize| {
+        lx[i].code
+            && lx[i].depth == 0
+            && match prev_code(lx, i, 0) {
+                0 | b';' => true,
+                b'}' => i >= doc.line_count() || item_like(from_line(doc, i)),
+                _ => false,
+            }
+    };
+    let (st, sn) = (0..=run.old.start).rev().find_map(|st| {
+        let sn = s.start_to_new(st)?;
+        (starts(ol, s.before, st) && starts(nl, s.after, sn)).then_some((st, sn))
+    })?;
+    let (n_old, n_new) = (s.before.line_count(), s.after.line_count());
+    let (e, en) = (run.old.end..=n_old).find_map(|e| {
+        let en = s.to_new(e)?;
+        (e == n_old || (starts(ol, s.before, e) && starts(nl, s.after, en))).then_some((e, en))
+    })?;
+    (en >= run.new.end && en <= n_new && stays(ol, st..e, 0) && stays(nl, sn..en, 0)).then_some(
+        Slice {
+            old: st..e,
+            new: sn..en,
+            wrapper: Wrapper::Bare,
+        },
+    )
 }
 
 /// Python: the leading whitespace of a line.
