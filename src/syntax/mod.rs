@@ -2371,7 +2371,7 @@ def f(z):
         if item {
             lines.insert(i, format!("fn added_{i}() -> u32 {{\n    {kind}\n}}\n"));
         } else if body.starts_with("let ") && body.contains(" = ") && !body.contains('"') {
-            if kind % 2 == 0 {
+            if kind.is_multiple_of(2) {
                 lines.insert(i, format!("{indent}let added_{i} = {kind};"));
             } else {
                 lines[i] = line.replacen(" = ", &format!(" = {kind} + "), 1);
