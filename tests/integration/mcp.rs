@@ -861,3 +861,56 @@ s.serve_forever()
     let requests: Vec<String> = lines.map_while(Result::ok).collect();
     assert!(requests.is_empty(), "a request was sent: {requests:?}");
 }
+
+/// A sub-agent may be given an MCP tool its parent has (the `task` call
+/// names it): the child's request offers only that tool, its call reaches
+/// the server, and its answer comes back to the parent — the seam between
+/// the MCP hub and sub-agents' tools (`Tools::child` shares the hub).
+#[test]
+fn a_sub_agent_given_an_mcp_tool_calls_it() {
+    let task = serde_json::json!({
+        "description": "add",
+        "prompt": "SUM-KEY: add 19 and 23",
+        "tools": ["mcp__everything__get-sum"],
+    })
+    .to_string();
+    let server = LlmServer::start_routed(
+        vec![
+            Scripted::openai_tool_call("c1", "task", &task),
+            Scripted::openai_text("The child says 42."),
+        ],
+        vec![(
+            "SUM-KEY",
+            vec![
+                Scripted::openai_tool_call("s1", "mcp__everything__get-sum", r#"{"a":19,"b":23}"#),
+                Scripted::openai_text("It is 42."),
+            ],
+        )],
+    );
+    let out = agent_run(&everything_toml(), &server, &["--yes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let requests = server.requests();
+    let child: Vec<&Value> = requests
+        .iter()
+        .filter(|r| r.first_user.contains("SUM-KEY"))
+        .map(|r| &r.body)
+        .collect();
+    assert_eq!(child.len(), 2);
+    let offered: Vec<&str> = child[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(offered, ["mcp__everything__get-sum"]);
+    let child_result: Vec<&str> = child[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(child_result, ["The sum of 19 and 23 is 42."]);
+    assert_eq!(tool_results(&server), ["It is 42."]);
+    assert!(text(&out.stdout).contains("The child says 42."));
+}
