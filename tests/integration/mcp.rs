@@ -231,7 +231,19 @@ fn a_server_killed_mid_call_is_an_error_and_restarts_on_the_next_call() {
         pidfile.display(),
         js.display()
     );
-    let c = config("everything", stdio("sh", &["-c", &script]));
+    // `cwd = "project"`: the user's word that it runs in the project root.
+    let s = lancet::agent::config::McpServer {
+        command: Some("sh".into()),
+        args: Some(vec!["-c".into(), script.clone()]),
+        cwd: Some("project".into()),
+        ..Default::default()
+    };
+    let c = config(
+        "everything",
+        ServerConfig::from_layer("everything", &s, |_| None)
+            .unwrap()
+            .transport,
+    );
     runtime().block_on(async {
         let (hub, notes) = start(vec![c], dir.path()).await;
         assert!(notes.is_empty(), "{notes:?}");
@@ -913,4 +925,51 @@ fn a_sub_agent_given_an_mcp_tool_calls_it() {
     assert_eq!(child_result, ["The sum of 19 and 23 is 42."]);
     assert_eq!(tool_results(&server), ["It is 42."]);
     assert!(text(&out.stdout).contains("The child says 42."));
+}
+
+/// A stdio server runs outside the project unless the user's `cwd` says
+/// otherwise: by default in the home directory, where a repository's own
+/// `node_modules` or Python modules cannot steer the command; `cwd =
+/// "project"` and an absolute path are kept; a relative one is refused.
+#[test]
+fn a_stdio_server_runs_outside_the_project_unless_told() {
+    let home = tempfile::tempdir().unwrap();
+    let home_s = home.path().to_str().unwrap().to_owned();
+    let dir_of = |cwd: Option<&str>| {
+        let s = lancet::agent::config::McpServer {
+            command: Some("node".into()),
+            cwd: cwd.map(str::to_owned),
+            ..Default::default()
+        };
+        ServerConfig::from_layer("x", &s, |v| (v == "HOME").then(|| home_s.clone()))
+    };
+    let dir = |cwd: Option<&str>| match dir_of(cwd).unwrap().transport {
+        Transport::Stdio { dir, .. } => dir,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(dir(None), Some(home.path().to_path_buf()));
+    assert_eq!(dir(Some("project")), None);
+    assert_eq!(dir(Some("/srv/mcp")), Some(PathBuf::from("/srv/mcp")));
+    let err = dir_of(Some("tools")).unwrap_err();
+    assert!(err.to_string().contains("absolute path"), "{err}");
+    // And the process really starts there: a server that prints its
+    // directory on stderr before it fails to speak MCP.
+    let project = tempfile::tempdir().unwrap();
+    let s = lancet::agent::config::McpServer {
+        command: Some("sh".into()),
+        args: Some(vec!["-c".into(), "pwd >&2; exit 1".into()]),
+        startup_timeout: Some(5),
+        ..Default::default()
+    };
+    let c =
+        ServerConfig::from_layer("where", &s, |v| (v == "HOME").then(|| home_s.clone())).unwrap();
+    let notes = runtime().block_on(async {
+        let (hub, notes) = start(vec![c], project.path()).await;
+        hub.shutdown().await;
+        notes
+    });
+    let said = notes.join("\n");
+    let home_real = std::fs::canonicalize(home.path()).unwrap();
+    assert!(said.contains(home_real.to_str().unwrap()), "{said}");
+    assert!(!said.contains(project.path().to_str().unwrap()), "{said}");
 }

@@ -37,7 +37,7 @@ mod http;
 mod server;
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -66,6 +66,9 @@ pub enum Transport {
         args: Vec<String>,
         /// Variables set for it (on top of lancet's environment).
         env: BTreeMap<String, String>,
+        /// The directory it runs in; `None`: the project root (`cwd =
+        /// "project"`, the user's choice).
+        dir: Option<PathBuf>,
     },
     /// Streamable HTTP.
     Http {
@@ -123,6 +126,16 @@ pub enum McpConfigError {
         /// The variable.
         var: String,
     },
+    /// A `cwd` that is neither `"project"` nor an absolute path.
+    #[error(
+        "MCP server `{server}` has `cwd = \"{cwd}\"`: give an absolute path, or \"project\" for the project root"
+    )]
+    RelativeCwd {
+        /// The server's name.
+        server: String,
+        /// The value given.
+        cwd: String,
+    },
     /// A name the tool names could not carry.
     #[error(
         "MCP server name `{server}` may hold only letters, digits, `-` and `_` (no `__`), and be at most 32 long"
@@ -153,6 +166,24 @@ impl ServerConfig {
                 command: command.clone(),
                 args: s.args.clone().unwrap_or_default(),
                 env: s.env.clone().unwrap_or_default(),
+                // Not the project by default: a repository's files must not
+                // steer the user's command (`npx` prefers the directory's own
+                // `node_modules`, `python -m` imports from it).
+                dir: match s.cwd.as_deref() {
+                    Some("project") => None,
+                    Some(d) if Path::new(d).is_absolute() => Some(PathBuf::from(d)),
+                    Some(d) => {
+                        return Err(McpConfigError::RelativeCwd {
+                            server: server(),
+                            cwd: d.to_owned(),
+                        });
+                    }
+                    None => Some(
+                        var("HOME")
+                            .filter(|h| Path::new(h).is_absolute())
+                            .map_or_else(|| PathBuf::from("/"), PathBuf::from),
+                    ),
+                },
             },
             (None, Some(url)) => {
                 // A server switched off needs no token (`lancet mcp call`
@@ -272,7 +303,7 @@ pub struct ServerReport {
 
 impl McpHub {
     /// Starts every enabled server side by side (each within its start-up
-    /// timeout), stdio servers in `root`. `servers` holds the configuration
+    /// timeout), stdio servers whose `cwd` is "project" in `root`. `servers` holds the configuration
     /// of each, or why it cannot be used. Returns the hub and the one-line
     /// notes to show once (servers that failed, name collisions).
     pub async fn start(
@@ -297,6 +328,7 @@ impl McpHub {
                         McpConfigError::NoTransport { server }
                         | McpConfigError::BothTransports { server }
                         | McpConfigError::NoToken { server, .. }
+                        | McpConfigError::RelativeCwd { server, .. }
                         | McpConfigError::BadName { server } => server.clone(),
                     };
                     hub.unusable.push((name, e.to_string()));

@@ -2,7 +2,8 @@
 //! HTTP endpoint), its tools, calling one with a timeout, and starting it
 //! again after it died.
 //!
-//! A stdio server runs in the project root, in a process group of its own
+//! A stdio server runs in the directory its `cwd` names (by default the
+//! user's home, not the project: see `McpServer::cwd`), in a process group of its own
 //! (a terminal's Ctrl-C goes to lancet's foreground group, not to it), with
 //! its stderr captured: never shown on the user's terminal, its last lines
 //! kept for error messages. The child is killed when its connection is
@@ -218,11 +219,16 @@ impl Server {
 
     async fn connect(&self) -> Result<RunningService<RoleClient, Handler>, String> {
         let service = match &self.config.transport {
-            Transport::Stdio { command, args, env } => {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                dir,
+            } => {
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(args)
                     .envs(env)
-                    .current_dir(&self.root)
+                    .current_dir(dir.as_deref().unwrap_or(&self.root))
                     .kill_on_drop(true);
                 #[cfg(unix)]
                 cmd.process_group(0);

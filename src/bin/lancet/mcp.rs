@@ -32,13 +32,13 @@ pub(crate) struct McpArgs {
 pub(crate) enum McpCommand {
     /// MCP servers from the configuration, their states and tools.
     List {
-        /// Workspace root (whose .lancet.toml counts, and where stdio servers run).
+        /// Workspace root (whose .lancet.toml counts; where a server with `cwd = "project"` runs).
         #[arg(short = 'C', long = "root", default_value = ".")]
         root: PathBuf,
     },
     /// Call one MCP tool; prints its result (exit 1: the tool returned an error, 3: the server failed).
     Call {
-        /// Workspace root (whose .lancet.toml counts, and where stdio servers run).
+        /// Workspace root (whose .lancet.toml counts; where a server with `cwd = "project"` runs).
         #[arg(short = 'C', long = "root", default_value = ".")]
         root: PathBuf,
         /// The server's name in the configuration.
