@@ -574,7 +574,9 @@ fn lancet_mcp_list_and_call() {
         .output()
         .unwrap();
     let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    // A server that failed makes the list exit 3 (as `call` does), after
+    // listing every server.
+    assert_eq!(out.status.code(), Some(3), "{stdout}{}", text(&out.stderr));
     assert!(
         stdout.contains("everything: connected, 13 tools (offered as mcp__everything__TOOL)"),
         "{stdout}"
@@ -590,6 +592,16 @@ fn lancet_mcp_list_and_call() {
         stdout.contains("broken: failed: `/nonexistent/server` could not be started"),
         "{stdout}"
     );
+
+    // Every enabled server up (a disabled one is no failure): exit 0.
+    let healthy = home_with(&format!(
+        "{}[mcp.servers.off]\ncommand = \"true\"\nenabled = false\n",
+        python_toml()
+    ));
+    let out = lancet(healthy.path(), &["mcp", "list", "-C", r])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
 
     let call = |args: &[&str]| {
         let mut all = vec!["mcp", "call", "-C", r];

@@ -9,8 +9,9 @@
 //! is where `bearer_token_env` is read from the environment. Exit status of
 //! `call`: 0 the tool answered, 1 it answered with `isError` (or the server
 //! refused the call), 2 usage or configuration error, 3 the server failed
-//! (could not start, died, or did not answer in time). `list`: 0, or 2 for a
-//! configuration error.
+//! (could not start, died, or did not answer in time). `list`: 0, 2 for a
+//! configuration file that cannot be read, 3 when a server failed (it is
+//! listed with why).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -102,8 +103,15 @@ pub(crate) fn mcp(args: &McpArgs) -> Result<Exit, Error> {
             let (layer, root) = configuration(root)?;
             let (hub, _notes) = runtime.block_on(McpHub::start(servers(&layer), &root, 30_000));
             crate::print_plain(&plain(&hub.render_report()), true);
+            // A server that could not start (or whose configuration cannot
+            // be used) is exit 3, as for `call`: a script checking its
+            // servers can tell.
+            let failed = hub
+                .report()
+                .iter()
+                .any(|r| matches!(r.state, lancet::agent::mcp::State::Failed(_)));
             runtime.block_on(hub.shutdown());
-            Exit::Success
+            if failed { Exit::Io } else { Exit::Success }
         }
         McpCommand::Call {
             root,
