@@ -279,8 +279,9 @@ fn anchored(old: &[&str], new: &[&str]) -> Vec<(bool, usize, usize)> {
 }
 
 /// The longest subsequence of `pairs` (sorted by their first) whose seconds
-/// increase too: patience sorting, with links back to rebuild it.
-fn in_order(pairs: &[(usize, usize)]) -> Vec<(usize, usize)> {
+/// increase too: patience sorting, with links back to rebuild it (also the
+/// syntax guard's line diff).
+pub(crate) fn in_order(pairs: &[(usize, usize)]) -> Vec<(usize, usize)> {
     // `tails[k]`: the pair ending the best subsequence of length k + 1 so far.
     let mut tails: Vec<usize> = Vec::new();
     let mut back: Vec<Option<usize>> = Vec::with_capacity(pairs.len());

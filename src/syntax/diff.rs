@@ -196,33 +196,7 @@ fn anchors(
             (e.0 == 1 && e.1 == 1 && line(old, i) == line(new, e.3)).then_some((i, e.3))
         })
         .collect();
-    in_order(&pairs)
-}
-
-/// The longest subsequence of `pairs` (sorted by their first) whose seconds
-/// increase too: patience sorting, with links back to rebuild it.
-fn in_order(pairs: &[(usize, usize)]) -> Vec<(usize, usize)> {
-    // `tails[k]`: the pair ending the best subsequence of length k + 1 so far.
-    let mut tails: Vec<usize> = Vec::new();
-    let mut back: Vec<Option<usize>> = Vec::with_capacity(pairs.len());
-    for &(_, y) in pairs {
-        let k = tails.partition_point(|&t| pairs[t].1 < y);
-        back.push(k.checked_sub(1).map(|k| tails[k]));
-        let i = back.len() - 1;
-        if k == tails.len() {
-            tails.push(i);
-        } else {
-            tails[k] = i;
-        }
-    }
-    let mut out = Vec::with_capacity(tails.len());
-    let mut at = tails.last().copied();
-    while let Some(i) = at {
-        out.push(pairs[i]);
-        at = back[i];
-    }
-    out.reverse();
-    out
+    crate::splice::in_order(&pairs)
 }
 
 /// The runs of the gap `o` → `n` between anchors: equal lines walked
