@@ -61,17 +61,11 @@ fn servers(layer: &Layer) -> Vec<Result<ServerConfig, McpConfigError>> {
         .collect()
 }
 
-/// Text from a server, safe on a terminal (control characters escaped).
-fn plain(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control() && c != '\n' && c != '\t' {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+/// Text from a server, safe on a terminal: what a terminal would act on
+/// (escape sequences, a lone carriage return, bidi overrides) as visible
+/// escapes, as every untrusted text lancet shows (`for_terminal`).
+fn plain(text: &str) -> std::borrow::Cow<'_, str> {
+    lancet::agent::permissions::for_terminal(text, lancet::agent::permissions::Layout::Block)
 }
 
 /// Starts the servers `layer` configures (none: `None`), on `runtime`, and
@@ -183,4 +177,18 @@ fn configuration(root: &Path) -> Result<(Layer, PathBuf), Error> {
     })?;
     let root = ws.root().to_path_buf();
     Ok((crate::run::layers_trusting(false, &root)?, root))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain;
+
+    /// What a server sends is shown, not acted on: escape sequences, a
+    /// carriage return and bidi overrides (which reorder what a person
+    /// reads) become visible escapes; lines and tabs stay.
+    #[test]
+    fn a_servers_text_cannot_steer_the_terminal() {
+        let shown = plain("ok\x1b[2J\r done\u{202e}gnp.exe\n\tnext");
+        assert_eq!(shown, "ok\\x1b[2J\\r done\\u{202e}gnp.exe\n\tnext");
+    }
 }
