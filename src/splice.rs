@@ -241,35 +241,15 @@ impl std::hash::Hasher for Prehashed {
 /// sides are fixed points (Patience's anchors), and the gaps between them
 /// are diffed one by one.
 fn anchored(old: &[&str], new: &[&str]) -> Vec<(bool, usize, usize)> {
-    use std::collections::HashMap;
-    use std::hash::BuildHasherDefault;
-    use xxhash_rust::xxh3::xxh3_64;
-    // Per line hash: (times in old, times in new, where in old, where in new).
-    let mut seen: HashMap<u64, (u32, u32, usize, usize), BuildHasherDefault<Prehashed>> =
-        HashMap::with_capacity_and_hasher(old.len(), BuildHasherDefault::default());
-    let hashes: Vec<u64> = old.iter().map(|l| xxh3_64(l.as_bytes())).collect();
-    for (i, &h) in hashes.iter().enumerate() {
-        let e = seen.entry(h).or_insert((0, 0, i, 0));
-        e.0 = e.0.saturating_add(1);
-    }
-    for (j, l) in new.iter().enumerate() {
-        if let Some(e) = seen.get_mut(&xxh3_64(l.as_bytes())) {
-            e.1 = e.1.saturating_add(1);
-            e.3 = j;
-        }
-    }
-    // In the old side's order (no sort): each old line looked up again.
-    let pairs: Vec<(usize, usize)> = hashes
-        .iter()
-        .enumerate()
-        .filter_map(|(i, h)| {
-            let e = seen.get(h)?;
-            (e.0 == 1 && e.1 == 1 && e.2 == i && old[i] == new[e.3]).then_some((i, e.3))
-        })
-        .collect();
+    let pairs = unique_anchors(
+        old.len(),
+        new.len(),
+        |i| old[i].as_bytes(),
+        |j| new[j].as_bytes(),
+    );
     let mut out = Vec::new();
     let (mut o, mut n) = (0, 0);
-    for (ao, an) in in_order(&pairs) {
+    for (ao, an) in pairs {
         out.extend(diff_ops(&old[o..ao], &new[n..an]));
         out.push((true, 1, 1));
         (o, n) = (ao + 1, an + 1);
@@ -278,10 +258,49 @@ fn anchored(old: &[&str], new: &[&str]) -> Vec<(bool, usize, usize)> {
     out
 }
 
+/// Patience's anchors of two line sequences (`n_old` lines, line `i` is
+/// `old(i)`; the same for `new`): the lines that occur exactly once in each
+/// pair up (equal for certain: compared, not only hashed), and of those the
+/// longest run in the same order on both sides. Also the syntax guard's
+/// line diff.
+pub(crate) fn unique_anchors<'a, 'b>(
+    n_old: usize,
+    n_new: usize,
+    old: impl Fn(usize) -> &'a [u8],
+    new: impl Fn(usize) -> &'b [u8],
+) -> Vec<(usize, usize)> {
+    use std::collections::HashMap;
+    use std::hash::BuildHasherDefault;
+    use xxhash_rust::xxh3::xxh3_64;
+    // Per line hash: (times in old, times in new, where in new).
+    let mut seen: HashMap<u64, (u32, u32, usize), BuildHasherDefault<Prehashed>> =
+        HashMap::with_capacity_and_hasher(n_old, BuildHasherDefault::default());
+    let hashes: Vec<u64> = (0..n_old).map(|i| xxh3_64(old(i))).collect();
+    for &h in &hashes {
+        let e = seen.entry(h).or_insert((0, 0, 0));
+        e.0 = e.0.saturating_add(1);
+    }
+    for j in 0..n_new {
+        if let Some(e) = seen.get_mut(&xxh3_64(new(j))) {
+            e.1 = e.1.saturating_add(1);
+            e.2 = j;
+        }
+    }
+    // In the old side's order (no sort): each old line looked up again.
+    let pairs: Vec<(usize, usize)> = hashes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| {
+            let e = seen.get(h)?;
+            (e.0 == 1 && e.1 == 1 && old(i) == new(e.2)).then_some((i, e.2))
+        })
+        .collect();
+    in_order(&pairs)
+}
+
 /// The longest subsequence of `pairs` (sorted by their first) whose seconds
-/// increase too: patience sorting, with links back to rebuild it (also the
-/// syntax guard's line diff).
-pub(crate) fn in_order(pairs: &[(usize, usize)]) -> Vec<(usize, usize)> {
+/// increase too: patience sorting, with links back to rebuild it.
+fn in_order(pairs: &[(usize, usize)]) -> Vec<(usize, usize)> {
     // `tails[k]`: the pair ending the best subsequence of length k + 1 so far.
     let mut tails: Vec<usize> = Vec::new();
     let mut back: Vec<Option<usize>> = Vec::with_capacity(pairs.len());

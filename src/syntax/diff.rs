@@ -15,11 +15,7 @@
 //! its verdict wrong (a slice must hold every changed line, and its text is
 //! the file's).
 
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::ops::Range;
-
-use xxhash_rust::xxh3::xxh3_64;
 
 use crate::splice::DiffRun;
 use crate::text::Document;
@@ -32,26 +28,6 @@ const LOOK_AHEAD: usize = 48;
 /// Line `i` of `doc` with its ending.
 fn line(doc: &Document, i: usize) -> &[u8] {
     &doc.text().as_bytes()[doc.byte_range(i..i + 1)]
-}
-
-/// A hasher for keys that are hashes already (xxh3 of a line).
-#[derive(Default)]
-struct Prehashed(u64);
-
-impl std::hash::Hasher for Prehashed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8) | u64::from(b);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
 }
 
 /// The runs being built: adjacent runs of one kind are one run.
@@ -175,28 +151,15 @@ fn anchors(
     if o.is_empty() || n.is_empty() {
         return Vec::new();
     }
-    // Per line hash: (times in old, times in new, where in old, where in new).
-    let mut seen: HashMap<u64, (u32, u32, usize, usize), BuildHasherDefault<Prehashed>> =
-        HashMap::with_capacity_and_hasher(o.len(), BuildHasherDefault::default());
-    let hashes: Vec<u64> = o.clone().map(|i| xxh3_64(line(old, i))).collect();
-    for (i, &h) in o.clone().zip(&hashes) {
-        let e = seen.entry(h).or_insert((0, 0, i, 0));
-        e.0 = e.0.saturating_add(1);
-    }
-    for j in n {
-        if let Some(e) = seen.get_mut(&xxh3_64(line(new, j))) {
-            e.1 = e.1.saturating_add(1);
-            e.3 = j;
-        }
-    }
-    let pairs: Vec<(usize, usize)> = o
-        .zip(&hashes)
-        .filter_map(|(i, h)| {
-            let e = seen.get(h)?;
-            (e.0 == 1 && e.1 == 1 && line(old, i) == line(new, e.3)).then_some((i, e.3))
-        })
-        .collect();
-    crate::splice::in_order(&pairs)
+    crate::splice::unique_anchors(
+        o.len(),
+        n.len(),
+        |i| line(old, o.start + i),
+        |j| line(new, n.start + j),
+    )
+    .into_iter()
+    .map(|(i, j)| (o.start + i, n.start + j))
+    .collect()
 }
 
 /// The runs of the gap `o` → `n` between anchors: equal lines walked
