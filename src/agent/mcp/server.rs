@@ -337,23 +337,94 @@ impl Server {
 
 /// Keeps the last lines a server writes on stderr (read as bytes: a line
 /// that is not UTF-8 must not stop the reading and fill the pipe).
-async fn keep_stderr(stderr: tokio::process::ChildStderr, kept: Arc<Mutex<VecDeque<String>>>) {
+async fn keep_stderr(
+    stderr: impl tokio::io::AsyncRead + Unpin,
+    kept: Arc<Mutex<VecDeque<String>>>,
+) {
     use tokio::io::AsyncBufReadExt as _;
     let mut reader = tokio::io::BufReader::new(stderr);
-    let mut buf = Vec::new();
+    let mut tail = Tail::default();
     loop {
-        buf.clear();
-        match reader.read_until(b'\n', &mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        buf.truncate(STDERR_LINE_MAX);
-        let line = String::from_utf8_lossy(&buf).trim_end().to_owned();
-        if let Ok(mut kept) = kept.lock() {
+        let chunk = match reader.fill_buf().await {
+            Ok([]) | Err(_) => break,
+            Ok(chunk) => chunk,
+        };
+        let n = chunk.len();
+        let lines = tail.feed(chunk);
+        reader.consume(n);
+        keep(&kept, lines);
+    }
+    // A last line without its newline (the server died mid-line).
+    keep(&kept, tail.finish());
+}
+
+fn keep(kept: &Mutex<VecDeque<String>>, lines: Vec<String>) {
+    if let Ok(mut kept) = kept.lock() {
+        for line in lines {
             if kept.len() == STDERR_LINES {
                 kept.pop_front();
             }
             kept.push_back(line);
         }
+    }
+}
+
+/// The line a server is writing on stderr, at most [`STDERR_LINE_MAX`]
+/// bytes of it: a server that writes without a newline costs no more
+/// memory than that.
+#[derive(Default)]
+struct Tail {
+    line: Vec<u8>,
+}
+
+impl Tail {
+    /// The lines `chunk` ends (each cut to the maximum).
+    fn feed(&mut self, chunk: &[u8]) -> Vec<String> {
+        let mut done = Vec::new();
+        let mut rest = chunk;
+        loop {
+            let end = rest.iter().position(|&b| b == b'\n');
+            let part = &rest[..end.unwrap_or(rest.len())];
+            let room = STDERR_LINE_MAX.saturating_sub(self.line.len());
+            self.line.extend_from_slice(&part[..part.len().min(room)]);
+            let Some(end) = end else { break };
+            done.push(String::from_utf8_lossy(&self.line).trim_end().to_owned());
+            self.line.clear();
+            rest = &rest[end + 1..];
+        }
+        done
+    }
+
+    /// The line being written, if any.
+    fn finish(self) -> Vec<String> {
+        if self.line.is_empty() {
+            Vec::new()
+        } else {
+            vec![String::from_utf8_lossy(&self.line).trim_end().to_owned()]
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server that writes on stderr without ever ending the line holds
+    /// at most [`STDERR_LINE_MAX`] bytes of it, however much it writes;
+    /// lines are cut there and kept; a last line without a newline counts.
+    #[test]
+    fn a_line_without_end_costs_bounded_memory() {
+        let mut tail = Tail::default();
+        let chunk = vec![b'x'; 64 * 1024];
+        for _ in 0..160 {
+            assert!(tail.feed(&chunk).is_empty());
+            assert!(tail.line.len() <= STDERR_LINE_MAX);
+            assert!(tail.line.capacity() <= 2 * STDERR_LINE_MAX);
+        }
+        let lines = tail.feed(b"\r\nError: port taken\nhalf");
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0], "x".repeat(STDERR_LINE_MAX));
+        assert_eq!(lines[1], "Error: port taken");
+        assert_eq!(tail.finish(), ["half"]);
     }
 }
