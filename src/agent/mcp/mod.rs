@@ -534,15 +534,15 @@ impl McpHub {
         out
     }
 
-    /// The report as `lancet mcp list` prints it.
-    pub fn render_report(&self) -> String {
-        words::mcp::list(&self.report())
-    }
-
     /// Closes every connection (stdio servers' processes are killed).
     pub async fn shutdown(&self) {
         futures_util::future::join_all(self.servers.iter().map(Server::stop)).await;
     }
+}
+
+/// A report ([`McpHub::report`]) as `lancet mcp list` prints it.
+pub fn render_report(report: &[ServerReport]) -> String {
+    words::mcp::list(report)
 }
 
 /// The arguments a model (or a person) wrote: a JSON object; empty is `{}`.

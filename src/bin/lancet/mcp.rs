@@ -96,12 +96,12 @@ pub(crate) fn mcp(args: &McpArgs) -> Result<Exit, Error> {
         McpCommand::List { root } => {
             let (layer, root) = configuration(root)?;
             let (hub, _notes) = runtime.block_on(McpHub::start(servers(&layer), &root, 30_000));
-            crate::print_plain(&plain(&hub.render_report()), true);
+            let report = hub.report();
+            crate::print_plain(&plain(&lancet::agent::mcp::render_report(&report)), true);
             // A server that could not start (or whose configuration cannot
             // be used) is exit 3, as for `call`: a script checking its
             // servers can tell.
-            let failed = hub
-                .report()
+            let failed = report
                 .iter()
                 .any(|r| matches!(r.state, lancet::agent::mcp::State::Failed(_)));
             runtime.block_on(hub.shutdown());
