@@ -342,11 +342,21 @@ pub(crate) fn bad_arguments(tool: Tool, why: &str) -> String {
 pub(crate) fn refused(tool: Tool, subject: &str, refusal: &Refusal) -> String {
     let subject = arg(subject);
     let what = format!("`{}` on `{subject}`", tool.name());
+    stopped(
+        &what,
+        refusal,
+        "This session is read-only: only read, grep, glob and list are available. Work with what you can read, and say what you would change.",
+        None,
+    )
+}
+
+/// What the model reads when the permissions stopped a call on `what`:
+/// `read_only` says why read-only mode refuses it, `rule` names an allow
+/// rule that would let it through.
+fn stopped(what: &str, refusal: &Refusal, read_only: &str, rule: Option<&str>) -> String {
     match refusal {
-        Refusal::Denied(Denial::ReadOnly) => format!(
-            "Permission denied: {what}. This session is read-only: only read, grep, glob and list are available. Work with what you can read, and say what you would change."
-        ),
-        Refusal::Denied(Denial::Unseen { rule }) => unseen(&what, rule),
+        Refusal::Denied(Denial::ReadOnly) => format!("Permission denied: {what}. {read_only}"),
+        Refusal::Denied(Denial::Unseen { rule }) => unseen(what, rule),
         Refusal::Denied(Denial::Destructive { what: why }) => format!(
             "Permission denied: {what} is always refused ({why}). Do not try it another way; find a safer command or leave it to the user."
         ),
@@ -356,13 +366,15 @@ pub(crate) fn refused(tool: Tool, subject: &str, refusal: &Refusal) -> String {
         Refusal::Declined => format!(
             "The user declined {what}. Nothing was done. Do not retry it unchanged; continue another way or ask the user."
         ),
-        Refusal::NoTerminal => format!(
-            "Permission needed: {what} needs the user's confirmation, and there is no terminal to ask on, so it was refused and nothing was done. (The user can allow it by running with --yes or --permission auto, or with an allow rule.)"
-        ),
+        Refusal::NoTerminal => {
+            let example = rule.map(|r| format!(" such as `{r}`")).unwrap_or_default();
+            format!(
+                "Permission needed: {what} needs the user's confirmation, and there is no terminal to ask on, so it was refused and nothing was done. (The user can allow it by running with --yes or --permission auto, or with an allow rule{example}.)"
+            )
+        }
     }
 }
 
-/// A command whose name is only known when it runs, under a rule about commands.
 fn unseen(what: &str, rule: &str) -> String {
     format!(
         "Permission denied: {what}. The program it starts is only decided as it runs (its name comes from a substitution, a variable, a pattern or a script read from stdin), so the rule `{rule}` cannot be checked against it. Name the program plainly if it is not one the rule forbids. The rules see through wrappers such as sudo, env, time, xargs and sh -c, but not through everything: the OS sandbox is what holds against the rest."
@@ -3270,7 +3282,6 @@ pub(crate) mod mcp {
 
     use super::arg;
     use crate::agent::mcp::{ServerReport, State};
-    use crate::agent::permissions::Denial;
     use crate::agent::tools::Refusal;
 
     /// An image in a result (the model gets the line, not the bytes).
@@ -3476,20 +3487,12 @@ pub(crate) mod mcp {
 
     /// A call the permissions stopped.
     pub(crate) fn refused(name: &str, refusal: &Refusal) -> String {
-        match refusal {
-            Refusal::Denied(Denial::ReadOnly) => format!(
-                "Permission denied: `{name}`. This session is read-only, and an MCP tool may change things outside lancet's view, so it runs only when an allow rule names it. Work without it, and say what you would do."
-            ),
-            Refusal::Denied(d) => format!(
-                "Permission denied: `{name}` ({d}). Do not retry it; continue without it or explain what you need."
-            ),
-            Refusal::Declined => format!(
-                "The user declined `{name}`. Nothing was done. Do not retry it unchanged; continue another way or ask the user."
-            ),
-            Refusal::NoTerminal => format!(
-                "Permission needed: `{name}` needs the user's confirmation, and there is no terminal to ask on, so it was refused and nothing was done. (The user can allow it by running with --yes or --permission auto, or with an allow rule such as `{name}`.)"
-            ),
-        }
+        super::stopped(
+            &format!("`{name}`"),
+            refusal,
+            "This session is read-only, and an MCP tool may change things outside lancet's view, so it runs only when an allow rule names it. Work without it, and say what you would do.",
+            Some(name),
+        )
     }
 
     /// `lancet mcp list`: each server, its state, its tools.
@@ -3529,6 +3532,7 @@ pub(crate) mod mcp {
     #[cfg(test)]
     mod mcp_tests {
         use super::*;
+        use crate::agent::permissions::Denial;
 
         #[test]
         fn mcp_words() {
