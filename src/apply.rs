@@ -607,6 +607,109 @@ fn git_blob_id(bytes: &[u8]) -> String {
     hex
 }
 
+/// What a diff's `index` line says of the file: known (hashed), or deferred
+/// until a resolution shows the answer could matter.
+#[derive(Clone, Copy)]
+enum BlobCheck {
+    /// The file is the diff's pre-image (`verified`), or its post-image
+    /// (`finished`).
+    Known { verified: bool, finished: bool },
+    /// Not hashed yet: see [`resolve_deferred`].
+    Deferred,
+}
+
+impl BlobCheck {
+    fn of(work: &FileWork<'_>, id: Option<&str>) -> BlobCheck {
+        let blob = |prefix: &Option<String>| match (prefix, id) {
+            (Some(p), Some(id)) if p.len() >= 7 => id.starts_with(p.as_str()),
+            _ => false,
+        };
+        BlobCheck::Known {
+            verified: blob(&work.base_blob),
+            finished: blob(&work.result_blob)
+                && work.kind == Kind::Edit
+                && work.rename_to.is_none(),
+        }
+    }
+}
+
+/// Whether the blob ids may wait for the resolution: every edit is a hunk
+/// with lines on its old side and stated line numbers, and the file cannot be
+/// the diff's post-image because some hunk's new side is not at its stated
+/// line (compared loosely, so that only a file that is certainly not the
+/// post-image is spared the digest).
+fn deferrable(doc: &Document, ops: &[&EditOp]) -> bool {
+    let hunks = || {
+        ops.iter().filter_map(|op| match op {
+            EditOp::Hunk(h) => Some(h),
+            _ => None,
+        })
+    };
+    !ops.is_empty()
+        && hunks().count() == ops.len()
+        && hunks().all(|h| h.stated_start().is_some() && !h.old_lines().is_empty())
+        && !hunks().all(|h| h.new_side_may_stand(doc))
+}
+
+/// Resolves hunks whose file was not hashed ([`BlobCheck::Deferred`]). First
+/// as for a file of unknown origin; when every hunk was then found word for
+/// word, alone and without a warning, at its stated line, a verified file
+/// (the pre-image) would have placed each one there too, so the blob id
+/// cannot change the result and is never computed. Otherwise the file is
+/// hashed and resolved as it would have been eagerly: again with exact line
+/// numbers if it is the pre-image, `None` if it is the post-image.
+fn resolve_deferred(
+    doc: &Document,
+    ops: &[&EditOp],
+    ctx: &ResolveContext<'_>,
+    work: &FileWork<'_>,
+    opts: &ApplyOptions,
+    reports: &mut [EditReport],
+) -> Option<Document> {
+    let after = resolve_file(doc, ops, ctx, opts.sequential, reports);
+    if !opts.sequential && placed_as_stated(ops, reports) {
+        return Some(after);
+    }
+    match BlobCheck::of(work, Some(&git_blob_id(&doc.to_bytes()))) {
+        BlobCheck::Known {
+            finished: true,
+            verified: false,
+        } => None,
+        BlobCheck::Known { verified: true, .. } => {
+            for r in reports.iter_mut() {
+                let mut fresh = EditReport::new(r.index, r.source_line);
+                fresh.kind = r.kind;
+                *r = fresh;
+            }
+            let ctx = ResolveContext {
+                verified: true,
+                ..ctx.clone()
+            };
+            Some(resolve_file(doc, ops, &ctx, opts.sequential, reports))
+        }
+        _ => Some(after),
+    }
+}
+
+/// Whether every hunk was applied at its stated line, exactly, to its old
+/// side's full length, with no warning: the placement step 0 of a verified
+/// resolution makes (`udiff::resolve_hunk`).
+fn placed_as_stated(ops: &[&EditOp], reports: &[EditReport]) -> bool {
+    ops.iter().zip(reports).all(|(op, r)| match op {
+        EditOp::Hunk(h) => {
+            let start = h.stated_start();
+            r.status == EditStatus::Applied
+                && r.error.is_none()
+                && r.tier == Some(crate::matcher::Tier::Exact)
+                && r.warnings.is_empty()
+                && r.lines
+                    .as_ref()
+                    .is_some_and(|l| Some(l.start) == start && l.len() == h.old_lines().len())
+        }
+        _ => false,
+    })
+}
+
 fn plan_file(
     ws: &dyn Files,
     work: &FileWork<'_>,
@@ -661,27 +764,43 @@ fn plan_file(
     }
     // The git blob ids of the diff's `index` line: the file is exactly its
     // pre-image (line numbers are exact), or already its post-image (done).
-    // One digest of the file answers both prefixes: hashing a large file is
-    // a measurable part of an apply, so it is done while the file's line
-    // table is built (`Document::from_vec_with`).
+    // One digest of the file answers both prefixes. Hashing is a visible part
+    // of a small apply (the digest, and the CPU feature probe before the
+    // first), so where the answer cannot change the outcome it is not asked
+    // (`BlobCheck::Deferred`, see `resolve_deferred`); a large file is hashed
+    // while its line table is built (`Document::from_vec_with`), in parallel.
     let wants_id = |p: &Option<String>| p.as_ref().is_some_and(|p| p.len() >= 7);
     let wanted = wants_id(&work.base_blob) || wants_id(&work.result_blob);
+    let may_defer = wanted
+        && work.kind == Kind::Edit
+        && work.rename_to.is_none()
+        && state
+            .as_ref()
+            .is_some_and(|s| s.bytes.len() < crate::text::SIDE_THREAD_MIN);
     let (doc, id) = match state {
-        Some(s) => match Document::from_vec_with(s.bytes, |b| wanted.then(|| git_blob_id(b))) {
-            (Ok(d), id) => (d, id),
-            (Err(e), _) => {
-                fail_all(&mut report, EditError::Undecodable(e));
-                return (report, None);
+        Some(s) => {
+            let eager = wanted && !may_defer;
+            match Document::from_vec_with(s.bytes, |b| eager.then(|| git_blob_id(b))) {
+                (Ok(d), id) => (d, id),
+                (Err(e), _) => {
+                    fail_all(&mut report, EditError::Undecodable(e));
+                    return (report, None);
+                }
             }
-        },
+        }
         None => (Document::default(), None),
     };
-    let blob = |prefix: &Option<String>| match (prefix, &id) {
-        (Some(p), Some(id)) if p.len() >= 7 => id.starts_with(p.as_str()),
-        _ => false,
+    let ops: Vec<&EditOp> = work.edits.iter().map(|(_, op)| *op).collect();
+    let check = if may_defer && deferrable(&doc, &ops) {
+        BlobCheck::Deferred
+    } else {
+        let id = id.or_else(|| wanted.then(|| git_blob_id(&doc.to_bytes())));
+        BlobCheck::of(work, id.as_deref())
     };
-    let verified = blob(&work.base_blob);
-    let finished = blob(&work.result_blob) && work.kind == Kind::Edit && work.rename_to.is_none();
+    let (verified, finished) = match check {
+        BlobCheck::Known { verified, finished } => (verified, finished),
+        BlobCheck::Deferred => (false, false),
+    };
     if let Some(to) = &work.rename_to {
         if let Err(e) = ws.check_write(to) {
             fail_all(&mut report, destination_problem(to, &e));
@@ -717,7 +836,6 @@ fn plan_file(
             }
         }
     }
-    let ops: Vec<&EditOp> = work.edits.iter().map(|(_, op)| *op).collect();
     if finished && !ops.is_empty() && !verified {
         all_already_applied(&mut report);
         return (report, Some(Outcome::unchanged(doc, hash)));
@@ -769,7 +887,20 @@ fn plan_file(
             (report, None)
         }
         _ => {
-            let after = resolve_file(&doc, &ops, &ctx, opts.sequential, &mut report.edits);
+            let after = match check {
+                BlobCheck::Known { .. } => {
+                    resolve_file(&doc, &ops, &ctx, opts.sequential, &mut report.edits)
+                }
+                BlobCheck::Deferred => {
+                    match resolve_deferred(&doc, &ops, &ctx, work, opts, &mut report.edits) {
+                        Some(after) => after,
+                        None => {
+                            all_already_applied(&mut report);
+                            return (report, Some(Outcome::unchanged(doc, hash)));
+                        }
+                    }
+                }
+            };
             let all_ok = report.edits.iter().all(|e| e.status.is_ok());
             // An edit creates a missing file only when its format says "new
             // content" (empty SEARCH, a whole file, `@@ set file`); a hunk or a

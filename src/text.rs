@@ -29,7 +29,7 @@ const BOM: &str = "\u{feff}";
 /// Files from this size on are decoded while [`Document::from_vec_with`]'s
 /// side work runs on another thread (starting one costs tens of
 /// microseconds; a pass over this many bytes costs more).
-const SIDE_THREAD_MIN: usize = 512 * 1024;
+pub(crate) const SIDE_THREAD_MIN: usize = 512 * 1024;
 
 /// The side thread's stack.
 const SIDE_THREAD_STACK: usize = 64 * 1024;

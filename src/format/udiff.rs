@@ -149,6 +149,23 @@ impl Hunk {
         })
     }
 
+    /// Whether the new side may stand at its stated line of `doc`, as it
+    /// does in the diff's post-image: lines compared without trailing
+    /// whitespace, and true when the header states no new side. False
+    /// proves `doc` is not that post-image (for a diff whose hunks agree with
+    /// its `index` line), which spares hashing it (`apply::deferrable`).
+    pub(crate) fn new_side_may_stand(&self, doc: &Document) -> bool {
+        let Some(start) = self.new_stated_start() else {
+            return true;
+        };
+        let new = self.new_lines();
+        start + new.len() <= doc.line_count()
+            && new
+                .iter()
+                .enumerate()
+                .all(|(i, l)| doc.line(start + i).trim_end() == l.trim_end())
+    }
+
     fn new_stated_start(&self) -> Option<usize> {
         let (start, count) = self.new?;
         Some(if count == Some(0) {
