@@ -6,7 +6,7 @@
 use lancet::apply::resolve_file;
 use lancet::edit::TextEditBuilder;
 use lancet::format::{EditOp, ResolveContext, render_unified};
-use lancet::{Document, EditReport, Eol, Format, MatchOptions};
+use lancet::{ApplyOptions, Document, EditReport, Eol, Format, MatchOptions};
 use proptest::prelude::*;
 
 /// A source-like line: indentation, a few tokens, sometimes trailing spaces;
@@ -42,6 +42,15 @@ fn arb_line() -> impl Strategy<Value = String> {
 /// A document's lines (possibly empty).
 fn arb_lines(max: usize) -> impl Strategy<Value = Vec<String>> {
     prop::collection::vec(arb_line(), 0..max)
+}
+
+/// The git blob id of `text` (what `git hash-object` prints).
+fn blob_id(text: &str) -> String {
+    use sha1::Digest;
+    let mut h = sha1::Sha1::new();
+    h.update(format!("blob {}\0", text.len()).as_bytes());
+    h.update(text.as_bytes());
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Applies model text in the search/replace format to `doc`; `None` if any edit failed.
@@ -208,6 +217,51 @@ proptest! {
         prop_assert!(got.is_some(), "diff failed to apply:\n{}", diff);
         let got = got.unwrap();
         prop_assert_eq!(got.text(), a.as_str(), "diff:\n{}", diff);
+    }
+
+    /// A git diff carrying its `index` line (both sides' blob ids), with 0 to
+    /// 2 lines of context: applied to the pre-image it gives the post-image
+    /// (hunks whose text recurs are placed by their numbers on the verified
+    /// file), and sent again to the post-image it changes nothing (the
+    /// post-image id). Both hold whether or not lancet hashes the file:
+    /// `apply.rs` defers the digest until it could change the outcome.
+    #[test]
+    fn udiff_with_blob_ids_applies_once(
+        before in prop::collection::vec(prop::sample::select(vec!["x", "y", "z", ""]), 1..20),
+        changes in prop::collection::vec((0usize..20, 0u8..3, prop::sample::select(vec!["x", "y", "w"])), 1..4),
+        fin in any::<bool>(),
+        context in 0usize..3,
+    ) {
+        // Few distinct lines, so that hunks' text recurs: the case where only
+        // the verified file's line numbers place a hunk. Each change replaces,
+        // deletes, or repeats one line.
+        let before: Vec<String> = before.iter().map(|l| (*l).to_owned()).collect();
+        let mut after = before.clone();
+        for (at, op, word) in changes {
+            let i = at % after.len().max(1);
+            match (op, after.is_empty()) {
+                (_, true) => after.push(word.to_owned()),
+                (0, false) => after[i] = word.to_owned(),
+                (1, false) => { after.remove(i); }
+                _ => { let l = after[i].clone(); after.insert(i, l); }
+            }
+        }
+        let b = join(&before, "\n", fin);
+        let a = join(&after, "\n", fin);
+        prop_assume!(b != a);
+        let diff = format!(
+            "diff --git a/f.txt b/f.txt\nindex {}..{} 100644\n{}",
+            &blob_id(&b)[..7],
+            &blob_id(&a)[..7],
+            render_unified(Some("f.txt"), Some("f.txt"), &b, &a, context),
+        );
+        let opts = ApplyOptions::default();
+        let once = lancet::apply_text(Format::UnifiedDiff, &diff, "f.txt", &b, &opts).unwrap();
+        prop_assert!(once.report.ok, "{}\n{}", once.report.message, diff);
+        prop_assert_eq!(once.text.as_deref(), Some(a.as_str()), "diff:\n{}", diff);
+        let again = lancet::apply_text(Format::UnifiedDiff, &diff, "f.txt", &a, &opts).unwrap();
+        prop_assert!(again.report.ok, "{}\n{}", again.report.message, diff);
+        prop_assert_eq!(again.text.as_deref(), Some(a.as_str()), "diff:\n{}", diff);
     }
 
     /// The same with CRLF files: the endings survive, new lines take CRLF.
