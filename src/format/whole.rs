@@ -423,6 +423,10 @@ pub(crate) fn settle_bare_names(patch: &Patch, is_file: impl Fn(&str) -> bool) -
         },
         _ => None,
     };
+    // Most patches have none: they cost one look per change, no allocation.
+    if !patch.changes.iter().any(|c| bare(c).is_some()) {
+        return None;
+    }
     let dropped: Vec<Option<(String, usize)>> = patch
         .changes
         .iter()
