@@ -409,6 +409,16 @@ fn plan_in(
     let mut writes = Vec::new();
     let mut originals: HashMap<String, Document> = HashMap::new();
     let mut touched: Vec<String> = Vec::new();
+    // A whole-file block under a bare name (`benchsuite`) is that file where
+    // the root holds one (anything there but a directory: the file's checks
+    // then speak); else it is dropped, with a note.
+    let settled = crate::format::whole::settle_bare_names(patch, |name| {
+        !matches!(
+            files_in.read(name),
+            Ok(None) | Err(WorkspaceError::IsDirectory { .. })
+        )
+    });
+    let patch = settled.as_ref().unwrap_or(patch);
     let works = group(patch, default_path);
     // Files the patch deletes: a file it creates with their content is a
     // rename a `--no-renames` diff wrote as a deletion and a creation.

@@ -299,6 +299,9 @@ pub fn warning(w: &Warning) -> String {
             "the `@@ {}` line is not in the file, so the chunk was placed by its own lines; copy `@@` lines exactly",
             anchor.trim()
         ),
+        Warning::BareNameSkipped { name, line } => format!(
+            "the block at line {line}, under `{name}`, was not written: the project root has no file `{name}`, so it was taken for an example. If it is a file to create, send that block again with `./{name}` alone on the line above the fence"
+        ),
     }
 }
 

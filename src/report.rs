@@ -171,6 +171,15 @@ pub enum Warning {
         /// The anchor as written, without `@@`.
         anchor: String,
     },
+    /// A whole-file block under a bare name (`benchsuite`: no extension, no
+    /// `/`) beside files with paths, where the root holds no file of that
+    /// name: taken for an example, nothing was written for it.
+    BareNameSkipped {
+        /// The name above the fence.
+        name: String,
+        /// 1-based input line of the block's opening fence.
+        line: usize,
+    },
 }
 
 /// A syntax error the edit introduced (0-based line and byte column in the new text).

@@ -11,6 +11,13 @@
 //! the file did not have (`// ... rest unchanged ...`) is refused — the model
 //! elided code it meant to keep. Placeholders under the threshold are applied
 //! with a warning.
+//!
+//! A block under a bare name (`benchsuite`: one word, no extension, no `/`)
+//! in a reply whose other blocks name paths may be a file at the root or an
+//! example: the parser marks it ([`WholeFile::bare_name`]) and the plan,
+//! which sees the root, settles it ([`settle_bare_names`]) — the file's new
+//! content when the root holds that file, else dropped with a note. Never
+//! skipped without a word.
 
 use std::ops::Range;
 
@@ -18,7 +25,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::tool_args::{Arg, bad, fields};
-use super::{EditOp, FileChange, FormatDef, FormatEdit, Patch, Resolution, ResolveContext};
+use super::{Action, EditOp, FileChange, FormatDef, FormatEdit, Patch, Resolution, ResolveContext};
 use crate::matcher::{Match, Tier};
 use crate::report::{EditError, EditKind, EditStatus, ParseError, Warning};
 use crate::splice::{self, Op, Piece};
@@ -51,6 +58,10 @@ pub struct WholeFile {
     pub lines: Vec<String>,
     /// 1-based input line where the content starts (0 for JSON).
     pub source_line: usize,
+    /// The path is a bare name read above the fence (`benchsuite`), not a
+    /// path: the block is that file only if the root holds a file of that
+    /// name, which the plan decides ([`settle_bare_names`]).
+    pub bare_name: bool,
 }
 
 /// An opening fence: its marker (```` ``` ````, `~~~`, longer runs) and info string.
@@ -61,9 +72,44 @@ fn fence(line: &str) -> Option<(&str, &str)> {
     (n >= 3).then(|| (&t[..n], t[n..].trim()))
 }
 
-/// A fenced block: its path (from the info string or the line above), its
-/// content, the line its content starts on.
-type Fenced = (Option<String>, Vec<String>, usize);
+/// A fenced block.
+struct Fenced {
+    /// Its path, from the info string or the line above.
+    path: Option<String>,
+    /// Without a path: the bare name on the line above, if it holds one
+    /// ([`bare_name`]).
+    bare: Option<String>,
+    content: Vec<String>,
+    /// The 1-based line its content starts on.
+    at: usize,
+}
+
+/// A line above a fence that names a file at the root the way no path rule
+/// can tell from a word (`benchsuite`, `configure`): after the decorations a
+/// path may carry (`` `x` ``, `**x**`, `# x`, `File: x`), one token of
+/// letters, digits and `_ - . + @`, at least one letter or digit, not
+/// starting with `-`, not ending with `.`. A trailing `:` makes it prose
+/// (`Output:`, `Then run:`), as do spaces (a sentence). Called only where the
+/// line does not read as a path.
+fn bare_name(line: &str) -> Option<String> {
+    let mut t = line.trim().trim_start_matches(['#', '*', '`', ' ']);
+    for prefix in ["File:", "file:", "Path:", "path:", "Filename:", "filename:"] {
+        if let Some(rest) = t.strip_prefix(prefix) {
+            t = rest.trim();
+        }
+    }
+    let t = t
+        .trim_start_matches(['#', '*', '`', '"', '\'', ' '])
+        .trim_end_matches(['*', '`', '"', '\'', ' ']);
+    let ok = !t.is_empty()
+        && t.len() <= 255
+        && !t.starts_with('-')
+        && !t.ends_with('.')
+        && t.chars().any(char::is_alphanumeric)
+        && t.chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '+' | '@'));
+    ok.then(|| t.to_owned())
+}
 
 /// Why the fences of an input do not hold complete files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,10 +152,8 @@ fn fences(input: &str) -> Result<Vec<Fenced>, FenceProblem> {
             .rev()
             .find(|w| w.contains('.') || w.contains('/'))
             .and_then(super::search_replace::path_from);
-        let from_above = (0..i)
-            .rev()
-            .find(|&k| !lines[k].trim().is_empty())
-            .and_then(|k| super::search_replace::path_from(lines[k]));
+        let above = (0..i).rev().find(|&k| !lines[k].trim().is_empty());
+        let from_above = above.and_then(|k| super::search_replace::path_from(lines[k]));
         let close = (i + 1..lines.len()).find(|&k| {
             let t = lines[k].trim();
             t.len() >= marker.len() && t.chars().all(|c| marker.starts_with(c))
@@ -142,27 +186,44 @@ fn fences(input: &str) -> Result<Vec<Fenced>, FenceProblem> {
             .map(|l| (*l).to_owned())
             .collect();
         let path = from_info.or(from_above);
+        let bare = match (&path, above) {
+            (None, Some(k)) => bare_name(lines[k]),
+            _ => None,
+        };
         last_file = path.is_some().then_some((i, marker, close));
-        out.push((path, content, i + 2));
+        out.push(Fenced {
+            path,
+            bare,
+            content,
+            at: i + 2,
+        });
         i = close + 1;
     }
     Ok(out)
 }
 
-/// The fenced files: those with a path; or, when no fence names one, a lone
-/// fence (for `--file`).
+/// The fenced files: those with a path, and beside them those under a bare
+/// name (files or examples, settled at plan time); or, when no fence names a
+/// path, a lone fence (for `--file`; a bare name above it is not its path).
 fn files(input: &str) -> Result<Vec<Fenced>, FenceProblem> {
-    let all = fences(input)?;
-    if all.iter().any(|(p, _, _)| p.is_some()) {
-        return Ok(all.into_iter().filter(|(p, _, _)| p.is_some()).collect());
+    let mut all = fences(input)?;
+    if all.iter().any(|f| f.path.is_some()) {
+        all.retain(|f| f.path.is_some() || f.bare.is_some());
+        return Ok(all);
     }
-    Ok(if all.len() == 1 { all } else { Vec::new() })
+    if all.len() != 1 {
+        return Ok(Vec::new());
+    }
+    for f in &mut all {
+        f.bare = None;
+    }
+    Ok(all)
 }
 
 /// Whether `input` holds a fenced file with a path: the fence's line.
 pub(crate) fn looks_like(input: &str) -> Option<usize> {
     match fences(input) {
-        Ok(f) if f.iter().any(|(p, _, _)| p.is_some()) => {
+        Ok(f) if f.iter().any(|f| f.path.is_some()) => {
             input.lines().position(|l| fence(l).is_some())
         }
         // A file whose fence closed early: whole, so that the parse error says so.
@@ -194,12 +255,14 @@ fn parse_text(input: &str) -> Result<Patch, ParseError> {
             },
         })?
         .into_iter()
-        .map(|(path, lines, at)| {
+        .map(|f| {
+            let bare_name = f.path.is_none() && f.bare.is_some();
             FileChange::edit(
-                path,
+                f.path.or(f.bare),
                 vec![EditOp::Whole(WholeFile {
-                    lines,
-                    source_line: at,
+                    lines: f.content,
+                    source_line: f.at,
+                    bare_name,
                 })],
             )
         })
@@ -222,10 +285,7 @@ fn resolve_whole(w: &WholeFile, doc: &Document) -> Result<Resolution, EditError>
     let w = if doc.has_bom() && w.lines.first().is_some_and(|l| l.starts_with('\u{feff}')) {
         let mut lines = w.lines.clone();
         super::strip_bom(&mut lines);
-        unechoed = WholeFile {
-            lines,
-            source_line: w.source_line,
-        };
+        unechoed = WholeFile { lines, ..w.clone() };
         &unechoed
     } else {
         w
@@ -350,6 +410,48 @@ fn view(doc: &Document, lines: Option<Range<usize>>) -> String {
         .collect()
 }
 
+/// Settles the blocks under a bare name against the root: one whose name
+/// `is_file` there stays, that file's new content like any other; each other
+/// one is dropped with a note ([`Warning::BareNameSkipped`]) — it was an
+/// example, or a file to create that the model must name as `./NAME`.
+/// `None` when nothing is dropped: the patch stands as it is.
+pub(crate) fn settle_bare_names(patch: &Patch, is_file: impl Fn(&str) -> bool) -> Option<Patch> {
+    let bare = |c: &FileChange| match (&c.path, &c.action) {
+        (Some(name), Action::Edit(ops)) => match ops.as_slice() {
+            [EditOp::Whole(w)] if w.bare_name => Some((name.clone(), w.source_line)),
+            _ => None,
+        },
+        _ => None,
+    };
+    // Most patches have none: they cost one look per change, no allocation.
+    if !patch.changes.iter().any(|c| bare(c).is_some()) {
+        return None;
+    }
+    let dropped: Vec<Option<(String, usize)>> = patch
+        .changes
+        .iter()
+        .map(|c| bare(c).filter(|(name, _)| !is_file(name)))
+        .collect();
+    if dropped.iter().all(Option::is_none) {
+        return None;
+    }
+    let mut out = Patch {
+        changes: Vec::with_capacity(patch.changes.len()),
+        notes: patch.notes.clone(),
+    };
+    for (c, d) in patch.changes.iter().zip(dropped) {
+        match d {
+            // The content starts on the line after the fence.
+            Some((name, at)) => out.notes.push(Warning::BareNameSkipped {
+                name,
+                line: at.saturating_sub(1),
+            }),
+            None => out.changes.push(c.clone()),
+        }
+    }
+    Some(out)
+}
+
 // ------------------------------------------------------------------ tool calls
 
 /// The edit tool's arguments: `{path, content}`.
@@ -385,6 +487,7 @@ fn parse_tool_call(args: &Value) -> Result<Patch, ParseError> {
             vec![EditOp::Whole(WholeFile {
                 lines,
                 source_line: 0,
+                bare_name: false,
             })],
         )],
         notes: Vec::new(),
@@ -405,6 +508,90 @@ mod tests {
         assert_eq!(p.changes[1].path.as_deref(), Some("src/b.rs"));
     }
 
+    /// One word that could name a file at the root is a bare name; prose
+    /// (a trailing `:`, a sentence), fences and rules are not.
+    #[test]
+    fn bare_names_and_prose() {
+        for (line, want) in [
+            ("benchsuite", Some("benchsuite")),
+            ("  `configure`  ", Some("configure")),
+            ("**run-tests**", Some("run-tests")),
+            ("### benchsuite", Some("benchsuite")),
+            ("File: benchsuite", Some("benchsuite")),
+            ("gradlew", Some("gradlew")),
+            ("Output:", None),
+            ("`benchsuite`:", None),
+            ("Then run:", None),
+            ("The tests should pass after that", None),
+            ("```", None),
+            ("---", None),
+            ("}", None),
+            ("$", None),
+            ("--verbose", None),
+            ("Done.", None),
+            ("cat > x", None),
+        ] {
+            assert_eq!(bare_name(line).as_deref(), want, "{line:?}");
+        }
+    }
+
+    /// Beside a file with a path, a block under a bare name is parsed as a
+    /// candidate (marked, named); prose-headed blocks are still skipped.
+    #[test]
+    fn a_bare_name_beside_a_path_is_a_candidate() {
+        let p = parse_text(
+            "a.py\n```\nA = 2\n```\n\nOutput:\n```\n2\n```\n\nbenchsuite\n```sh\nrun\n```\n",
+        )
+        .unwrap();
+        let got: Vec<(Option<&str>, bool)> = p
+            .changes
+            .iter()
+            .map(|c| match c.action.ops() {
+                [EditOp::Whole(w)] => (c.path.as_deref(), w.bare_name),
+                _ => panic!("{c:?}"),
+            })
+            .collect();
+        assert_eq!(got, [(Some("a.py"), false), (Some("benchsuite"), true)]);
+    }
+
+    /// With no path anywhere, a lone fence under a bare name is the
+    /// `--file` fence (no path of its own), and several are no edits.
+    #[test]
+    fn bare_names_alone_keep_the_lone_fence_rule() {
+        let p = parse_text("benchsuite\n```\nx\n```\n").unwrap();
+        assert_eq!(p.changes[0].path, None);
+        assert!(matches!(
+            p.changes[0].action.ops(),
+            [EditOp::Whole(WholeFile {
+                bare_name: false,
+                ..
+            })]
+        ));
+        assert_eq!(
+            parse_text("benchsuite\n```\nx\n```\nconfigure\n```\ny\n```\n"),
+            Err(ParseError::NoEdits)
+        );
+    }
+
+    /// Settling keeps candidates the root has and drops the others with a
+    /// note naming the block's fence line; with nothing to drop it is `None`.
+    #[test]
+    fn settling_bare_names() {
+        let p = parse_text("a.py\n```\nA\n```\nbenchsuite\n```\nb\n```\nconfigure\n```\nc\n```\n")
+            .unwrap();
+        assert_eq!(settle_bare_names(&p, |_| true), None);
+        let s = settle_bare_names(&p, |n| n == "benchsuite").unwrap();
+        let paths: Vec<_> = s.changes.iter().map(|c| c.path.as_deref()).collect();
+        assert_eq!(paths, [Some("a.py"), Some("benchsuite")]);
+        assert_eq!(
+            s.notes,
+            [Warning::BareNameSkipped {
+                name: "configure".into(),
+                line: 10
+            }]
+        );
+    }
+
     #[test]
     fn truncation_guard() {
         let doc = Document::from_text(&(0..20).map(|i| format!("line {i}\n")).collect::<String>());
@@ -413,6 +600,7 @@ mod tests {
             &WholeFile {
                 lines,
                 source_line: 1,
+                bare_name: false,
             },
             &doc,
         )

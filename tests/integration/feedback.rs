@@ -552,3 +552,19 @@ fn cut_off_hunk_and_chunk() {
     let e = Format::ApplyPatch.parse(patch).unwrap_err();
     insta::assert_snapshot!("apply_patch_chunk_cut_off", feedback::parse_error(&e, None));
 }
+
+/// A whole-file block under a bare name the root has no file of: not
+/// written, and the note says so and how to name the file (`./NAME`).
+#[test]
+fn whole_bare_name_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("app.py"), APP).unwrap();
+    let ws = Workspace::open(dir.path()).unwrap();
+    let reply = "app.py\n```python\nX = 1\n```\n\nbenchsuite\n```sh\n#!/bin/sh\ncargo bench\n```\n";
+    let patch = Format::Whole.parse(reply).unwrap();
+    insta::assert_snapshot!(
+        plan(&ws, &patch, &ApplyOptions::default())
+            .into_report()
+            .message
+    );
+}

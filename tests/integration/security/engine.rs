@@ -988,3 +988,35 @@ fn replace_elsewhere_reports_not_found_in_json() {
     let e = report.edits().next().unwrap();
     assert_eq!(e.status, EditStatus::NotFound);
 }
+
+/// Item 7, through a whole-file block under a bare name (`benchsuite`, no
+/// extension): the plan looks the name up in the root to tell a file from an
+/// example; a FIFO there is refused without being opened (no hang), a symlink
+/// is refused without being written through, and nothing of the reply is
+/// written.
+#[test]
+fn a_bare_name_over_a_fifo_or_symlink_is_refused() {
+    let reply = "a.py\n```python\nA = 2\n```\n\nbenchsuite\n```sh\ncargo bench\n```\n";
+    let outside = tempfile::tempdir().unwrap();
+    write(outside.path(), "target", "secret\n");
+    for special in ["fifo", "symlink"] {
+        let r = tempfile::tempdir().unwrap();
+        write(r.path(), "a.py", "A = 1\n");
+        write(r.path(), "edit.txt", reply);
+        let at = r.path().join("benchsuite");
+        if special == "fifo" {
+            mkfifo(&at);
+        } else {
+            symlink(outside.path().join("target"), &at).unwrap();
+        }
+        let out = lancet(r.path(), &["apply", "--format", "whole", "edit.txt"]);
+        assert_eq!(code(&out), 1, "{special}: {}", stderr(&out));
+        let words = stdout(&out) + &stderr(&out);
+        assert!(
+            words.contains("benchsuite is refused"),
+            "{special}: {words}"
+        );
+        assert_eq!(read(r.path(), "a.py"), "A = 1\n", "{special}");
+        assert_eq!(read(outside.path(), "target"), "secret\n", "{special}");
+    }
+}
