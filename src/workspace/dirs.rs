@@ -249,13 +249,6 @@ mod unix {
             }
         }
 
-        /// Another handle on this directory.
-        pub(crate) fn try_clone(&self) -> io::Result<Dir> {
-            Ok(Dir {
-                fd: self.fd.try_clone()?,
-            })
-        }
-
         /// Opens the child directory `name`; a symlink or a file there fails
         /// (`ELOOP`, `ENOTDIR`).
         pub(crate) fn open_dir(&self, name: &OsStr) -> io::Result<Dir> {
@@ -405,9 +398,11 @@ mod unix {
         /// [`stat`](Self::stat), the names before the last are followed: only
         /// for a lookup whose every shorter prefix was just found to be a
         /// real directory, and whose answer either a walk through
-        /// [`open_dir`] checks again before anything is opened or decides
-        /// nothing that is opened (one system call instead of an open per
-        /// directory).
+        /// [`open_dir`] checks again before anything is opened, or decides
+        /// nothing that is opened, or is only compared with the identity of
+        /// a directory already held open (a difference refuses; sameness
+        /// lets the held handle be used) (one system call instead of an open
+        /// per directory).
         pub(crate) fn stat_beneath(&self, rel: &Path) -> io::Result<Option<Meta>> {
             match rfs::statat(&self.fd, rel, AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st) => Ok(Some(meta(&st))),

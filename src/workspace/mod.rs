@@ -399,7 +399,7 @@ struct Planned<'a> {
     rel: &'a str,
     target: Target,
     /// The directory holding the file; `None` until staging makes it.
-    dir: Option<Dir>,
+    dir: Option<Arc<Dir>>,
     /// The new bytes; `None` for a delete.
     new: Option<&'a [u8]>,
     /// [`content_hash`] of `new`, computed once for the journal and the receipt.
@@ -652,49 +652,67 @@ impl Workspace {
     /// the root's handle, one real directory at a time. Missing directories
     /// give `Ok(None)`, or are made when `made` is given (recorded there,
     /// outermost first). `rel` names the file in errors.
+    ///
+    /// Each name is opened at once with `O_NOFOLLOW | O_DIRECTORY`, which
+    /// succeeds only on a real directory (a symlink fails with `ELOOP`,
+    /// anything else with `ENOTDIR`, before any open of it); only a failure
+    /// is looked at (`fstatat`) to say why. One system call per directory,
+    /// not a look and an open; the root itself is the root's own handle,
+    /// shared, not a duplicate.
     fn walk(
         &self,
         dir_rel: &Path,
         rel: &str,
         mut made: Option<&mut Vec<PathBuf>>,
-    ) -> Result<Option<Dir>, WorkspaceError> {
-        let mut cur = self.dir.try_clone().map_err(io_at(&self.root))?;
+    ) -> Result<Option<Arc<Dir>>, WorkspaceError> {
+        let mut cur = Arc::clone(&self.dir);
         let mut sofar = PathBuf::new();
         for part in dir_rel.iter() {
             sofar.push(part);
-            let abs = self.root.join(&sofar);
-            match cur.stat(part).map_err(io_at(&abs))? {
-                None => match made.as_deref_mut() {
-                    None => return Ok(None),
-                    Some(made) => match cur.make_dir(part, 0o777) {
-                        Ok(()) => made.push(sofar.clone()),
-                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                        Err(e) => return Err(io_at(&abs)(e)),
-                    },
-                },
-                Some(m) if m.kind == FileKind::Directory => {}
-                // The path was canonical when it was resolved: a symlink on it now was put there since.
-                Some(m) if m.kind == FileKind::Symlink => {
-                    return Err(WorkspaceError::PathChanged {
-                        path: rel.to_owned(),
-                    });
-                }
-                Some(_) => {
-                    return Err(WorkspaceError::ParentNotDirectory {
-                        path: rel.to_owned(),
-                        parent: sofar.to_string_lossy().into_owned(),
-                    });
-                }
-            }
-            cur = cur.open_dir(part).map_err(|e| match e.raw_os_error() {
-                // ELOOP or ENOTDIR: replaced between the two calls.
-                Some(_) if matches!(cur.stat(part), Ok(Some(m)) if m.kind != FileKind::Directory) => {
-                    WorkspaceError::PathChanged {
-                        path: rel.to_owned(),
+            let abs = || self.root.join(&sofar);
+            let opened = match cur.open_dir(part) {
+                Ok(dir) => dir,
+                Err(e) => {
+                    match cur.stat(part).map_err(io_at(&abs()))? {
+                        None => match made.as_deref_mut() {
+                            None => return Ok(None),
+                            Some(made) => match cur.make_dir(part, 0o777) {
+                                Ok(()) => made.push(sofar.clone()),
+                                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                                Err(e) => return Err(io_at(&abs())(e)),
+                            },
+                        },
+                        // The path was canonical when it was resolved: a symlink on it now was put there since.
+                        Some(m) if m.kind == FileKind::Symlink => {
+                            return Err(WorkspaceError::PathChanged {
+                                path: rel.to_owned(),
+                            });
+                        }
+                        Some(m) if m.kind != FileKind::Directory => {
+                            return Err(WorkspaceError::ParentNotDirectory {
+                                path: rel.to_owned(),
+                                parent: sofar.to_string_lossy().into_owned(),
+                            });
+                        }
+                        // A directory after all (made meanwhile): opened below;
+                        // if that fails too, the first error is the one to give.
+                        Some(_) => {}
                     }
+                    cur.open_dir(part).map_err(|again| {
+                        match cur.stat(part) {
+                            // ELOOP or ENOTDIR: replaced between the two calls.
+                            Ok(Some(m)) if m.kind != FileKind::Directory => {
+                                WorkspaceError::PathChanged {
+                                    path: rel.to_owned(),
+                                }
+                            }
+                            _ if again.kind() == e.kind() => io_at(&abs())(e),
+                            _ => io_at(&abs())(again),
+                        }
+                    })?
                 }
-                _ => io_at(&abs)(e),
-            })?;
+            };
+            cur = Arc::new(opened);
         }
         Ok(Some(cur))
     }
@@ -708,7 +726,12 @@ impl Workspace {
         rel: &str,
         abs: &Path,
     ) -> Result<Option<Meta>, WorkspaceError> {
-        let meta = match dir.stat(name).map_err(io_at(abs))? {
+        self.regular(dir.stat(name).map_err(io_at(abs))?, rel)
+    }
+
+    /// [`regular_meta`](Self::regular_meta) for what a look just `seen`.
+    fn regular(&self, seen: Option<Meta>, rel: &str) -> Result<Option<Meta>, WorkspaceError> {
+        let meta = match seen {
             None => return Ok(None),
             Some(m) if m.kind == FileKind::Directory => {
                 return Err(WorkspaceError::IsDirectory {
@@ -740,43 +763,72 @@ impl Workspace {
         if self.regular_meta(dir, name, rel, abs)?.is_none() {
             return Ok(None);
         }
-        let (file, meta) = dir.open_read_seen(name).map_err(io_at(abs))?;
-        self.check_size(rel, meta.size)?;
-        let mut bytes = Vec::with_capacity(usize::try_from(meta.size).unwrap_or(0));
-        // Bounded even if the file grows while it is read.
-        file.take(self.max_file_bytes + 1)
-            .read_to_end(&mut bytes)
-            .map_err(io_at(abs))?;
-        self.check_size(rel, bytes.len() as u64)?;
-        Ok(Some(Before {
-            hash: content_hash(&bytes),
-            bytes,
-            meta,
-        }))
+        self.read_seen(dir, name, rel, abs).map(Some)
     }
 
-    /// The file `name` in `dir` as [`read_in`](Self::read_in) gives it, with
-    /// `bytes` the caller already read (`hash`, what it planned against):
-    /// only its metadata is looked at now. A size that differs is stale at
-    /// once; the same size is checked by content at the last look.
-    fn stat_in(
+    /// Reads the file `name` in `dir`, which a look has just seen to be a
+    /// regular file within the size limit: checked again on the descriptor.
+    fn read_seen(
         &self,
         dir: &Dir,
         name: &OsStr,
         rel: &str,
         abs: &Path,
+    ) -> Result<Before, WorkspaceError> {
+        let (mut file, meta) = dir.open_read_seen(name).map_err(io_at(abs))?;
+        self.check_size(rel, meta.size)?;
+        // Read into a buffer one byte larger than the file: one `read` fills
+        // it and one more sees the end (std's `read_to_end` through `take`
+        // knows no size and reads in a growing series, four calls for 40 KB).
+        // Bounded even if the file grows while it is read.
+        let limit = usize::try_from(self.max_file_bytes)
+            .unwrap_or(usize::MAX)
+            .saturating_add(1);
+        let size = usize::try_from(meta.size).unwrap_or(usize::MAX);
+        let mut bytes = vec![0u8; size.saturating_add(1).min(limit)];
+        let mut len = 0;
+        loop {
+            if len == bytes.len() {
+                if len >= limit {
+                    break;
+                }
+                // Grown since the look: read on, still bounded.
+                bytes.resize(len.saturating_mul(2).clamp(len + 1, limit), 0);
+            }
+            match file.read(&mut bytes[len..]) {
+                Ok(0) => break,
+                Ok(n) => len += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io_at(abs)(e)),
+            }
+        }
+        bytes.truncate(len);
+        self.check_size(rel, bytes.len() as u64)?;
+        Ok(Before {
+            hash: content_hash(&bytes),
+            bytes,
+            meta,
+        })
+    }
+
+    /// The file `name` in `dir` as [`read_in`](Self::read_in) gives it, with
+    /// `bytes` the caller already read (`hash`, what it planned against):
+    /// only its metadata is looked at now (`meta`, what a look just saw and
+    /// [`regular`](Self::regular) let through). A size that differs is stale
+    /// at once; the same size is checked by content at the last look.
+    fn stat_in(
+        &self,
+        meta: Meta,
+        rel: &str,
         bytes: Vec<u8>,
         hash: u64,
-    ) -> Result<Option<Before>, WorkspaceError> {
-        let Some(meta) = self.regular_meta(dir, name, rel, abs)? else {
-            return Ok(None);
-        };
+    ) -> Result<Before, WorkspaceError> {
         if meta.size != bytes.len() as u64 {
             return Err(WorkspaceError::Stale {
                 path: rel.to_owned(),
             });
         }
-        Ok(Some(Before { hash, bytes, meta }))
+        Ok(Before { hash, bytes, meta })
     }
 
     /// [`hash_seen`](Self::hash_seen) after a look of its own (the tests' way in).
@@ -891,7 +943,7 @@ impl Workspace {
                 found: m.kind,
             }),
             Some(_) => {
-                let (file, meta) = dir.open_read(name).map_err(io_at(&abs))?;
+                let (file, meta) = dir.open_read_seen(name).map_err(io_at(&abs))?;
                 Ok(Some((file, meta.size)))
             }
         }
@@ -918,6 +970,28 @@ impl Workspace {
                 found: m.kind,
             }),
         }
+    }
+
+    /// [`check_write`](Self::check_write) and [`read`](Self::read) in one,
+    /// for a file about to be edited: refused as `check_write` refuses
+    /// (before a byte is read), else read as `read` reads it. One walk to
+    /// its directory and one look at its name, where the two calls took two
+    /// walks and four looks; the same answers, the same errors first.
+    pub fn read_for_write(&self, rel: &str) -> Result<Option<FileState>, WorkspaceError> {
+        let t = self.target(rel)?;
+        let Some(dir) = self.walk(&t.dir_rel, rel, None)? else {
+            return Ok(None);
+        };
+        let abs = self.root.join(&t.dir_rel).join(&t.name);
+        if self.regular_meta(&dir, &t.name, rel, &abs)?.is_none() {
+            return Ok(None);
+        }
+        let b = self.read_seen(&dir, &t.name, rel, &abs)?;
+        Ok(Some(FileState {
+            mode: mode_bits(&b.meta),
+            hash: b.hash,
+            bytes: b.bytes,
+        }))
     }
 
     /// Writes every change or none, under the root's lock (see
@@ -1019,7 +1093,11 @@ impl Workspace {
             let abs = self.root.join(&target.dir_rel).join(&target.name);
             let before = match &dir {
                 Some(d) => {
-                    if let Some(m) = d.stat(&target.name).map_err(io_at(&abs))?
+                    // One look decides: a symlink, a directory, a special
+                    // file or one too large is refused; a regular file is
+                    // then opened without being looked at by name again.
+                    let seen = d.stat(&target.name).map_err(io_at(&abs))?;
+                    if let Some(m) = seen
                         && m.kind == FileKind::Symlink
                     {
                         // Replacing a symlink would lose it (and undo could not bring it back).
@@ -1033,11 +1111,12 @@ impl Workspace {
                         .and_then(Option::take)
                         .map(|b| (content_hash(&b), b))
                         .filter(|(hash, _)| expected == Some(*hash));
-                    match known {
-                        Some((hash, bytes)) => {
-                            self.stat_in(d, &target.name, rel, &abs, bytes, hash)?
+                    match (self.regular(seen, rel)?, known) {
+                        (None, _) => None,
+                        (Some(meta), Some((hash, bytes))) => {
+                            Some(self.stat_in(meta, rel, bytes, hash)?)
                         }
-                        None => self.read_in(d, &target.name, rel, &abs)?,
+                        (Some(_), None) => Some(self.read_seen(d, &target.name, rel, &abs)?),
                     }
                 }
                 None => None,
@@ -1160,16 +1239,23 @@ impl Workspace {
             // was refused as stale.
             return Err(changed());
         };
-        let again = self
-            .walk(&p.target.dir_rel, p.rel, None)
-            .map_err(|_| changed())?
-            .ok_or_else(changed)?;
-        let (a, b) = (
-            again.meta().map_err(io_at(&abs))?,
-            dir.meta().map_err(io_at(&abs))?,
-        );
-        if (a.dev, a.ino) != (b.dev, b.ino) {
-            return Err(changed());
+        // The path must still lead to the directory held: one look at it
+        // from the root (its last name not followed) against the handle's
+        // own identity. Whatever way the path leads there, the renames go
+        // through the handle, which was reached one real directory at a
+        // time; a directory moved away, or swapped for a symlink or another
+        // directory, is a different inode here. A file in the root itself
+        // is in the root's own handle: nothing to look at.
+        if !p.target.dir_rel.as_os_str().is_empty() {
+            let now = self
+                .dir
+                .stat_beneath(&p.target.dir_rel)
+                .map_err(|_| changed())?
+                .ok_or_else(changed)?;
+            let held = dir.meta().map_err(io_at(&abs))?;
+            if now.kind != FileKind::Directory || (now.dev, now.ino) != (held.dev, held.ino) {
+                return Err(changed());
+            }
         }
         let stale = || WorkspaceError::Stale {
             path: p.rel.to_owned(),
