@@ -1180,6 +1180,7 @@ impl Workspace {
                 Err(err) => return Err(self.discard(plan, &temps, &made, err)),
             }
         }
+        hook("journal");
         let journalled = match id {
             None => None,
             Some(id) => match self.journal(id, plan, &made) {
@@ -1220,7 +1221,11 @@ impl Workspace {
         // The journal's directory, still open, is pruned here rather than
         // opened again by the caller.
         if let (Some((undo, saved)), Some(id)) = (&journalled, id) {
-            journal::privatize(saved);
+            journal::privatize(saved, |i| {
+                plan.get(i)
+                    .and_then(|p| p.before.as_ref())
+                    .map(|b| b.bytes.as_slice())
+            });
             journal::prune(undo, JOURNAL_KEEP, id, || self.state(&["pruned"]).ok());
         }
         Ok(())
@@ -1561,6 +1566,8 @@ fn fail_point(_n: usize) -> io::Result<()> {
 #[cfg(test)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Point {
+    /// After staging, before journalling.
+    BeforeJournal,
     /// After staging and journalling, before the last checks.
     BeforeRecheck,
     /// After the last checks, before the first rename.
@@ -1583,6 +1590,7 @@ fn hook(_at: &'static str) {
     #[cfg(test)]
     {
         let at = match _at {
+            "journal" => Point::BeforeJournal,
             "recheck" => Point::BeforeRecheck,
             _ => Point::BeforeRename,
         };
@@ -2301,6 +2309,69 @@ mod tests {
         assert_ne!(copy.ino(), ino);
         assert_eq!(copy.mode() & 0o7777, 0o600);
         fs::write(ws.root().join("other-name.txt"), b"edited elsewhere\n").unwrap();
+        ws.undo().unwrap();
+        assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"original\n");
+    }
+
+    /// The journal links the name it was given, and a name swapped between
+    /// the read and the link (then put back before the last look) links
+    /// another file: the check after the renames finds it is not the file
+    /// read and puts a private copy of the bytes read in its place, so undo
+    /// restores the original.
+    #[cfg(unix)]
+    #[test]
+    fn a_link_to_a_swapped_file_is_replaced_by_a_copy() {
+        use std::os::unix::fs::MetadataExt;
+        let (_dir, ws) = setup();
+        let h = put(&ws, "a.txt", b"original\n");
+        let root = ws.root().to_path_buf();
+        HOOK.set(Some((
+            Point::BeforeJournal,
+            Box::new(move || {
+                fs::rename(root.join("a.txt"), root.join("kept.txt")).unwrap();
+                fs::write(root.join("a.txt"), b"an impostor\n").unwrap();
+                HOOK.set(Some((
+                    Point::BeforeRecheck,
+                    Box::new(move || {
+                        fs::rename(root.join("kept.txt"), root.join("a.txt")).unwrap();
+                    }),
+                )));
+            }),
+        )));
+        ws.commit(&[write("a.txt", b"changed\n", Some(h))]).unwrap();
+        HOOK.set(None);
+        let copy = fs::symlink_metadata(saved_copy(&ws, 0)).unwrap();
+        assert!(copy.is_file());
+        assert_eq!(copy.nlink(), 1);
+        assert_eq!(copy.mode() & 0o7777, 0o600);
+        assert_eq!(fs::read(saved_copy(&ws, 0)).unwrap(), b"original\n");
+        ws.undo().unwrap();
+        assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"original\n");
+    }
+
+    /// An original given another name after the journal linked it (so a
+    /// write through that name would change the journal's copy) is replaced
+    /// in the journal by a private copy once the renames are done.
+    #[cfg(unix)]
+    #[test]
+    fn a_linked_original_given_another_name_is_copied() {
+        use std::os::unix::fs::MetadataExt;
+        let (_dir, ws) = setup();
+        let h = put(&ws, "a.txt", b"original\n");
+        let root = ws.root().to_path_buf();
+        let ino = fs::metadata(root.join("a.txt")).unwrap().ino();
+        let other = root.join("other.txt");
+        HOOK.set(Some((
+            Point::BeforeRecheck,
+            Box::new(move || fs::hard_link(root.join("a.txt"), other).unwrap()),
+        )));
+        ws.commit(&[write("a.txt", b"changed\n", Some(h))]).unwrap();
+        HOOK.set(None);
+        let copy = fs::metadata(saved_copy(&ws, 0)).unwrap();
+        assert_ne!(copy.ino(), ino);
+        assert_eq!(copy.nlink(), 1);
+        assert_eq!(copy.mode() & 0o7777, 0o600);
+        fs::write(ws.root().join("other.txt"), b"edited elsewhere\n").unwrap();
         ws.undo().unwrap();
         assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"original\n");
     }
