@@ -1567,7 +1567,7 @@ fn fail_point(_n: usize) -> io::Result<()> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Point {
     /// After staging, before journalling.
-    BeforeJournal,
+    Staged,
     /// After staging and journalling, before the last checks.
     BeforeRecheck,
     /// After the last checks, before the first rename.
@@ -1590,7 +1590,7 @@ fn hook(_at: &'static str) {
     #[cfg(test)]
     {
         let at = match _at {
-            "journal" => Point::BeforeJournal,
+            "journal" => Point::Staged,
             "recheck" => Point::BeforeRecheck,
             _ => Point::BeforeRename,
         };
@@ -2326,7 +2326,7 @@ mod tests {
         let h = put(&ws, "a.txt", b"original\n");
         let root = ws.root().to_path_buf();
         HOOK.set(Some((
-            Point::BeforeJournal,
+            Point::Staged,
             Box::new(move || {
                 fs::rename(root.join("a.txt"), root.join("kept.txt")).unwrap();
                 fs::write(root.join("a.txt"), b"an impostor\n").unwrap();
