@@ -2210,6 +2210,153 @@ mod tests {
         assert_eq!(names.len(), 1, "no temp file left outside");
     }
 
+    /// Security item 5: a file swapped for another with the same bytes
+    /// (a new inode renamed over it) after the commit's read refuses the
+    /// commit: the last look compares the inode as well as the content.
+    /// Nothing is written, nothing is journalled.
+    #[cfg(unix)]
+    #[test]
+    fn a_file_swapped_for_a_copy_mid_commit_is_refused() {
+        let (_dir, ws) = setup();
+        let a = put(&ws, "sub/a.txt", b"a\n");
+        let root = ws.root().to_path_buf();
+        HOOK.set(Some((
+            Point::BeforeRecheck,
+            Box::new(move || {
+                fs::write(root.join("sub/copy"), b"a\n").unwrap();
+                fs::rename(root.join("sub/copy"), root.join("sub/a.txt")).unwrap();
+            }),
+        )));
+        let err = ws
+            .commit(&[write("sub/a.txt", b"A\n", Some(a))])
+            .unwrap_err();
+        HOOK.set(None);
+        assert!(matches!(err, E::Stale { .. }), "{err:?}");
+        assert_eq!(on_disk(&ws, "sub/a.txt").unwrap(), b"a\n");
+        assert_eq!(journal_len(&ws), 0);
+        let names: Vec<_> = fs::read_dir(ws.root().join("sub")).unwrap().collect();
+        assert_eq!(names.len(), 1, "no temp file left");
+    }
+
+    /// Security item 6: the last look follows the whole path of the
+    /// directory: a directory above it moved away and replaced by a symlink
+    /// to a look-alike tree outside (the same names down to the file)
+    /// refuses the commit; nothing is written there or in the moved tree.
+    #[cfg(unix)]
+    #[test]
+    fn a_directory_above_swapped_for_a_symlink_mid_commit_is_refused() {
+        use std::os::unix::fs::symlink;
+        let (_dir, ws) = setup();
+        let outside = tempfile::tempdir().unwrap();
+        fs::create_dir_all(outside.path().join("x/sub")).unwrap();
+        fs::write(outside.path().join("x/sub/a.txt"), b"a\n").unwrap();
+        let a = put(&ws, "x/sub/a.txt", b"a\n");
+        let (root, out) = (ws.root().to_path_buf(), outside.path().to_path_buf());
+        HOOK.set(Some((
+            Point::BeforeRecheck,
+            Box::new(move || {
+                fs::rename(root.join("x"), root.join("moved")).unwrap();
+                symlink(out.join("x"), root.join("x")).unwrap();
+            }),
+        )));
+        let err = ws
+            .commit(&[write("x/sub/a.txt", b"A\n", Some(a))])
+            .unwrap_err();
+        HOOK.set(None);
+        assert!(matches!(err, E::PathChanged { .. }), "{err:?}");
+        assert_eq!(
+            fs::read(outside.path().join("x/sub/a.txt")).unwrap(),
+            b"a\n"
+        );
+        assert_eq!(on_disk(&ws, "moved/sub/a.txt").unwrap(), b"a\n");
+        let names: Vec<_> = fs::read_dir(outside.path().join("x/sub"))
+            .unwrap()
+            .collect();
+        assert_eq!(names.len(), 1, "no temp file left outside");
+        assert_eq!(journal_len(&ws), 0);
+    }
+
+    /// A walk opens each directory without following a symlink and says
+    /// what stopped it: a symlinked component (even one leading inside the
+    /// root) is a changed path, a file is a parent that is not a directory,
+    /// a missing one is nothing (or made, when asked).
+    #[cfg(unix)]
+    #[test]
+    fn walk_refuses_a_symlinked_directory_and_says_what_else_is_there() {
+        use std::os::unix::fs::symlink;
+        let (_dir, ws) = setup();
+        let outside = tempfile::tempdir().unwrap();
+        put(&ws, "real/f.txt", b"");
+        put(&ws, "file", b"");
+        symlink(outside.path(), ws.root().join("out")).unwrap();
+        symlink(ws.root().join("real"), ws.root().join("inside")).unwrap();
+        for dir in ["out", "inside"] {
+            let walked = ws.walk(Path::new(dir), "p", None);
+            assert!(
+                matches!(walked, Err(E::PathChanged { .. })),
+                "{dir}: {walked:?}"
+            );
+        }
+        let walked = ws.walk(Path::new("file/deeper"), "p", None);
+        assert!(
+            matches!(walked, Err(E::ParentNotDirectory { ref parent, .. }) if parent == "file"),
+            "{walked:?}"
+        );
+        assert!(
+            ws.walk(Path::new("missing/deeper"), "p", None)
+                .unwrap()
+                .is_none()
+        );
+        let mut made = Vec::new();
+        let dir = ws
+            .walk(Path::new("new/deeper"), "p", Some(&mut made))
+            .unwrap();
+        assert!(dir.is_some());
+        assert_eq!(made, [PathBuf::from("new"), PathBuf::from("new/deeper")]);
+        assert!(ws.walk(Path::new("real"), "p", None).unwrap().is_some());
+        assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
+    }
+
+    /// `read_for_write` answers as `check_write` then `read` do: what may
+    /// not be written is refused with the same error, before anything is
+    /// read; a file is read whole (across the first read's size, when it
+    /// grew) and bounded by the size limit.
+    #[cfg(unix)]
+    #[test]
+    fn read_for_write_is_check_write_then_read() {
+        use std::os::unix::fs::symlink;
+        let (_dir, ws) = setup();
+        let bytes: Vec<u8> = (0..70_000u32).map(|i| (i % 251) as u8).collect();
+        put(&ws, "a/f.txt", &bytes);
+        put(&ws, "file", b"x");
+        fs::create_dir(ws.root().join("a/dir")).unwrap();
+        symlink(ws.root().join("a/f.txt"), ws.root().join("a/link")).unwrap();
+        for rel in [
+            "a/f.txt",
+            "a/new.txt",
+            "a/dir",
+            "a/link",
+            "file/x",
+            ".lancet.toml",
+            ".git/x",
+            "../x",
+            "/abs",
+            "missing/x",
+        ] {
+            let merged = ws.read_for_write(rel);
+            let apart = ws.check_write(rel).and_then(|()| ws.read(rel));
+            assert_eq!(format!("{merged:?}"), format!("{apart:?}"), "{rel}");
+        }
+        let state = ws.read_for_write("a/f.txt").unwrap().unwrap();
+        assert_eq!(state.bytes, bytes);
+        assert_eq!(state.hash, content_hash(&bytes));
+        let small = Workspace::open(ws.root()).unwrap().with_max_file_bytes(100);
+        assert!(matches!(
+            small.read_for_write("a/f.txt"),
+            Err(E::TooLarge { bytes: 70_000, .. })
+        ));
+    }
+
     /// Security item 6: even a swap after the last checks, right before the
     /// rename, cannot redirect the write: the rename goes through the handle
     /// of the directory that was checked, never through the new symlink.
