@@ -416,10 +416,15 @@ impl Workspace {
             io::ErrorKind::NotFound => WorkspaceError::RootNotFound { path: root.into() },
             _ => io_at(root)(source),
         })?;
-        if !canon.is_dir() {
-            return Err(WorkspaceError::RootNotDirectory { path: canon });
-        }
-        let dir = Dir::open_path(&canon).map_err(io_at(&canon))?;
+        // Opened as a directory (`O_DIRECTORY`), which says whether it is
+        // one: no separate look first.
+        let dir = match Dir::open_path(&canon) {
+            Ok(dir) => dir,
+            Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
+                return Err(WorkspaceError::RootNotDirectory { path: canon });
+            }
+            Err(e) => return Err(io_at(&canon)(e)),
+        };
         Ok(Workspace {
             root: canon,
             dir: Arc::new(dir),
