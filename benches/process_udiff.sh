@@ -17,6 +17,12 @@
 # else with a bash loop. Every run starts from the pristine file (hyperfine's
 # `--prepare`, never timed), and both tools' results are checked against the
 # real post-image before anything is timed.
+#
+# lancet is timed twice: "fresh", with no `.lancet/` (so each run makes
+# `.lancet/`, its `.gitignore` and `.lancet/undo`, as only a project's first
+# apply does: the pessimistic figure), and "warm", with `.lancet/undo`
+# already holding three entries of earlier applies of the same diff, as
+# every later apply finds it.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -136,6 +142,14 @@ for d in "$work"/cases/*/; do
 rm -rf "$d/tree/.lancet"
 cp "$d/pre" "$d/tree/$path"
 EOF
+    # The warm start: the pristine file and a copy of a `.lancet/` that
+    # three earlier applies left (made below, once the tools are checked).
+    mkdir -p "$d/warm"
+    cat >"$d/warm/restore" <<EOF
+rm -rf "$d/tree/.lancet"
+cp -a "$d/lancet-warm" "$d/tree/.lancet"
+cp "$d/pre" "$d/tree/$path"
+EOF
     for tool in lancet patch; do
         sh "$d/restore"
         if [[ $tool == lancet ]]; then
@@ -149,6 +163,24 @@ EOF
             exit 1
         fi
     done
+    # Three applies' journal, kept aside; the warm run is checked like the others.
+    sh "$d/restore"
+    for _ in 1 2 3; do
+        cp "$d/pre" "$d/tree/$path"
+        "$lancet" apply -p1 -C "$d/tree" "$d/edit.diff" >/dev/null 2>&1
+    done
+    entries=$(find "$d/tree/.lancet/undo" -mindepth 1 -maxdepth 1 -type d | wc -l)
+    if ((entries != 3)); then
+        echo "process_udiff.sh: three applies left $entries journal entries for $(basename "$d")" >&2
+        exit 1
+    fi
+    cp -a "$d/tree/.lancet" "$d/lancet-warm"
+    sh "$d/warm/restore"
+    if ! "$lancet" apply -p1 -C "$d/tree" "$d/edit.diff" >"$work/out.txt" 2>&1 || ! cmp -s "$d/tree/$path" "$d/post"; then
+        echo "process_udiff.sh: lancet (warm) did not produce the post-image for $(basename "$d") ($path):" >&2
+        cat "$work/out.txt" >&2
+        exit 1
+    fi
 done
 
 # ------------------------------------------------------------------ time
@@ -161,44 +193,52 @@ loop_median() {
         END { printf "%.3f", NR % 2 ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2 }'
 }
 
-# Prints "median_ms_lancet median_ms_lancet_check median_ms_patch" for case dir $1.
+# Prints "median_ms_lancet median_ms_lancet_warm median_ms_lancet_check
+# median_ms_patch" for case dir $1.
 time_case() {
     local d=$1
     local l_cmd=("$lancet" apply -p1 -C "$d/tree" "$d/edit.diff")
     local c_cmd=("$lancet" apply --check -p1 -C "$d/tree" "$d/edit.diff")
     local p_cmd=(patch -p1 -s --no-backup-if-mismatch -d "$d/tree" -i "$d/edit.diff")
     if command -v hyperfine >/dev/null; then
+        # One --prepare per command, in order: the warm run's puts its journal back.
         hyperfine --shell=none --style=none --warmup 3 --runs "$runs" \
-            --prepare "sh $d/restore" --export-csv "$d/times.csv" \
-            -n lancet "${l_cmd[*]}" -n check "${c_cmd[*]}" -n patch "${p_cmd[*]}" \
+            --prepare "sh $d/restore" --prepare "sh $d/warm/restore" \
+            --prepare "sh $d/restore" --prepare "sh $d/restore" \
+            --export-csv "$d/times.csv" \
+            -n lancet "${l_cmd[*]}" -n warm "${l_cmd[*]}" -n check "${c_cmd[*]}" \
+            -n patch "${p_cmd[*]}" \
             >/dev/null 2>"$d/hyperfine.err"
         awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
             { m[$col["command"]] = $col["median"] * 1000 }
-            END { printf "%.3f %.3f %.3f\n", m["lancet"], m["check"], m["patch"] }' "$d/times.csv"
+            END { printf "%.3f %.3f %.3f %.3f\n", m["lancet"], m["warm"], m["check"], m["patch"] }' "$d/times.csv"
     else
-        echo "$(loop_median "$d" "${l_cmd[@]}") $(loop_median "$d" "${c_cmd[@]}") $(loop_median "$d" "${p_cmd[@]}")"
+        echo "$(loop_median "$d" "${l_cmd[@]}") $(loop_median "$d/warm" "${l_cmd[@]}")" \
+            "$(loop_median "$d" "${c_cmd[@]}") $(loop_median "$d" "${p_cmd[@]}")"
     fi
 }
 
 timer="bash loop (hyperfine not found)"
 command -v hyperfine >/dev/null && timer="hyperfine $(hyperfine --version | cut -d' ' -f2)"
 echo "timer: $timer; $runs runs per tool and case; medians in ms"
-echo 'lancet: a real apply (undo journal, temp file, rename; no flush unless fsync = true); --check: the same without writing'
-printf '%-4s %-46s %6s %5s %8s %8s %8s %7s\n' case "commit file" lines hunks lancet --check patch ratio
+echo 'lancet: a real apply (undo journal, temp file, rename; no flush unless fsync = true), with no .lancet/ yet (fresh)'
+echo '  and with .lancet/undo holding three earlier entries (warm); --check: the same without writing'
+printf '%-4s %-46s %6s %5s %8s %8s %8s %8s %7s %7s\n' case "commit file" lines hunks fresh warm --check patch fresh/p warm/p
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { print (b > 0 ? a / b : 0) }'; }
 while read -r name label; do
     d=$work/cases/$name
-    read -r ml mc mp < <(time_case "$d")
+    read -r ml mw mc mp < <(time_case "$d")
     lines=$(wc -l <"$d/pre")
     h=$(grep -c '^@@' "$d/edit.diff" || true)
-    printf '%-4s %-46.46s %6d %5d %8.2f %8.2f %8.2f %6.2fx\n' "$name" "$label" "$lines" "$h" "$ml" "$mc" "$mp" \
-        "$(awk -v a="$ml" -v b="$mp" 'BEGIN { print (b > 0 ? a / b : 0) }')"
-    [[ $name == big || $name == h50 ]] || echo "$ml $mc $mp" >>"$work/real.ms"
+    printf '%-4s %-46.46s %6d %5d %8.2f %8.2f %8.2f %8.2f %6.2fx %6.2fx\n' "$name" "$label" "$lines" "$h" \
+        "$ml" "$mw" "$mc" "$mp" "$(ratio "$ml" "$mp")" "$(ratio "$mw" "$mp")"
+    [[ $name == big || $name == h50 ]] || echo "$ml $mw $mc $mp" >>"$work/real.ms"
 done <"$work/labels.txt"
 # The real diffs together: the median of the per-diff medians.
-awk '{ l[NR] = $1; c[NR] = $2; p[NR] = $3 }
+awk '{ l[NR] = $1; w[NR] = $2; c[NR] = $3; p[NR] = $4 }
     function med(a, n,   i, j, t) {
         for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
         return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
     }
-    END { ml = med(l, NR); mc = med(c, NR); mp = med(p, NR)
-        printf "%-4s %-46s %6s %5s %8.2f %8.2f %8.2f %6.2fx\n", "all", "median of the " NR " real diffs", "", "", ml, mc, mp, ml / mp }' "$work/real.ms"
+    END { ml = med(l, NR); mw = med(w, NR); mc = med(c, NR); mp = med(p, NR)
+        printf "%-4s %-46s %6s %5s %8.2f %8.2f %8.2f %8.2f %6.2fx %6.2fx\n", "all", "median of the " NR " real diffs", "", "", ml, mw, mc, mp, ml / mp, mw / mp }' "$work/real.ms"

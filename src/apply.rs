@@ -278,14 +278,19 @@ struct Read {
 trait Files {
     /// The file at `path` (`None`: it does not exist), or why it cannot be read.
     fn read(&self, path: &str) -> Result<Option<Read>, WorkspaceError>;
-    /// Whether `path` may be written at all (not a symlink, a special file,
-    /// lancet's own configuration…), checked before it is read.
-    fn check_write(&self, path: &str) -> Result<(), WorkspaceError>;
+    /// The file at `path`, which a change will write: refused unread when it
+    /// may not be written at all (a symlink, a special file, lancet's own
+    /// configuration…), else as [`read`](Files::read) gives it.
+    fn read_for_write(&self, path: &str) -> Result<Option<Read>, WorkspaceError>;
 }
 
 impl Files for Workspace {
-    fn check_write(&self, path: &str) -> Result<(), WorkspaceError> {
-        Workspace::check_write(self, path)
+    fn read_for_write(&self, path: &str) -> Result<Option<Read>, WorkspaceError> {
+        Ok(Workspace::read_for_write(self, path)?.map(|s| Read {
+            bytes: s.bytes,
+            hash: s.hash,
+            mode: s.mode,
+        }))
     }
 
     fn read(&self, path: &str) -> Result<Option<Read>, WorkspaceError> {
@@ -305,8 +310,8 @@ struct OneFile<'a> {
 
 impl Files for OneFile<'_> {
     /// In memory nothing is on disk to refuse.
-    fn check_write(&self, _path: &str) -> Result<(), WorkspaceError> {
-        Ok(())
+    fn read_for_write(&self, path: &str) -> Result<Option<Read>, WorkspaceError> {
+        self.read(path)
     }
 
     fn read(&self, path: &str) -> Result<Option<Read>, WorkspaceError> {
@@ -748,17 +753,13 @@ fn plan_file(
     };
     // Every change here writes (or deletes) the file: what may not be written
     // at all (a symlink, a FIFO, lancet's configuration) is refused unread.
-    if let Err(e) = ws.check_write(path) {
-        if let WorkspaceError::PathTooLong { path, .. } = &e {
-            // A hostile path of megabytes is not echoed back whole, not even in JSON.
-            report.path = path.clone();
-        }
-        fail_all(&mut report, path_problem(&e));
-        return (report, None);
-    }
-    let state = match ws.read(path) {
+    let state = match ws.read_for_write(path) {
         Ok(s) => s,
         Err(e) => {
+            if let WorkspaceError::PathTooLong { path, .. } = &e {
+                // A hostile path of megabytes is not echoed back whole, not even in JSON.
+                report.path = path.clone();
+            }
             fail_all(&mut report, path_problem(&e));
             return (report, None);
         }
@@ -812,11 +813,7 @@ fn plan_file(
         BlobCheck::Deferred => (false, false),
     };
     if let Some(to) = &work.rename_to {
-        if let Err(e) = ws.check_write(to) {
-            fail_all(&mut report, destination_problem(to, &e));
-            return (report, None);
-        }
-        match ws.read(to) {
+        match ws.read_for_write(to) {
             Ok(None) => {}
             Ok(Some(_)) if !exists => {
                 // Moved already: the old path is gone and the new one is there.

@@ -249,13 +249,6 @@ mod unix {
             }
         }
 
-        /// Another handle on this directory.
-        pub(crate) fn try_clone(&self) -> io::Result<Dir> {
-            Ok(Dir {
-                fd: self.fd.try_clone()?,
-            })
-        }
-
         /// Opens the child directory `name`; a symlink or a file there fails
         /// (`ELOOP`, `ENOTDIR`).
         pub(crate) fn open_dir(&self, name: &OsStr) -> io::Result<Dir> {
@@ -405,9 +398,11 @@ mod unix {
         /// [`stat`](Self::stat), the names before the last are followed: only
         /// for a lookup whose every shorter prefix was just found to be a
         /// real directory, and whose answer either a walk through
-        /// [`open_dir`] checks again before anything is opened or decides
-        /// nothing that is opened (one system call instead of an open per
-        /// directory).
+        /// [`open_dir`] checks again before anything is opened, or decides
+        /// nothing that is opened, or is only compared with the identity of
+        /// a directory already held open (a difference refuses; sameness
+        /// lets the held handle be used) (one system call instead of an open
+        /// per directory).
         pub(crate) fn stat_beneath(&self, rel: &Path) -> io::Result<Option<Meta>> {
             match rfs::statat(&self.fd, rel, AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st) => Ok(Some(meta(&st))),
@@ -666,3 +661,43 @@ mod portable {
 
 #[cfg(not(unix))]
 pub(crate) use portable::{keep_owner, set_mode};
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::ffi::OsStr;
+    use std::fs;
+    use std::io::Write;
+    use std::os::unix::fs::symlink;
+
+    use super::Dir;
+
+    /// Security item 4: a new file (a temp file, a journal copy or
+    /// manifest) is created exclusively: never over an existing file, never
+    /// through a symlink, dangling or not; nothing is written anywhere then.
+    #[test]
+    fn create_new_is_exclusive_and_never_follows() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        fs::write(&victim, b"keep\n").unwrap();
+        fs::write(root.path().join("there"), b"mine\n").unwrap();
+        symlink(&victim, root.path().join("link")).unwrap();
+        symlink(outside.path().join("absent"), root.path().join("dangling")).unwrap();
+        let dir = Dir::open_path(root.path()).unwrap();
+        for name in ["there", "link", "dangling"] {
+            let made = dir.create_new(OsStr::new(name), 0o600);
+            assert!(made.is_err(), "{name}");
+        }
+        assert_eq!(fs::read(root.path().join("there")).unwrap(), b"mine\n");
+        assert_eq!(fs::read(&victim).unwrap(), b"keep\n");
+        assert!(!outside.path().join("absent").exists());
+        let mut f = dir.create_new(OsStr::new("new"), 0o600).unwrap();
+        f.write_all(b"new\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(root.path().join("new"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o077, 0);
+    }
+}

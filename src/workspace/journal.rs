@@ -10,8 +10,9 @@
 //! and the manifest are created exclusively with mode 0600, and the manifest
 //! is renamed into place last, so an entry has one only once it is complete.
 //! An original with no other name is hard-linked rather than copied (the
-//! commit renames over its name, so its inode lives on untouched) and made
-//! 0600 once the renames have left the journal its only name.
+//! commit renames over its name, so its inode lives on untouched), then,
+//! once the renames have left the journal its only name, checked to be the
+//! file that was read (else replaced by a copy) and made 0600.
 //!
 //! A manifest read back is data from a directory anyone with write access to
 //! the project could have edited, so [`load`] validates it field by field
@@ -182,53 +183,82 @@ pub(crate) struct Record<'a> {
 }
 
 /// What [`write`] saved in an entry: every saved copy, and those of them
-/// that are hard links to the originals (to be made private by [`privatize`]
-/// once the commit has renamed the originals away).
+/// that are hard links to the originals (to be checked and made private by
+/// [`privatize`] once the commit has renamed the originals away).
 #[derive(Debug, Default)]
 pub(crate) struct Saved {
     pub(crate) copies: Vec<String>,
-    pub(crate) linked: Vec<String>,
+    pub(crate) linked: Vec<Linked>,
     /// The entry's directory, still open for [`privatize`] (`None` when
     /// nothing was linked).
     entry: Option<Dir>,
 }
 
-/// Links the original `from` in `src` into `entry` as `to`, when that gives
-/// the journal exactly the file that was read: a regular file with no other
-/// name (so nothing else can write to it through one), the same device,
-/// inode, size and mtime as `read`. Anything else (a file system without
-/// hard links, a cross-device `.lancet/`, `protected_hardlinks` refusing
-/// another user's file, a file swapped since) leaves nothing and says false:
-/// the caller copies instead.
-fn link_original(entry: &Dir, src: &Dir, from: &OsStr, read: &Meta, to: &OsStr) -> bool {
-    if read.nlink != 1 || entry.link_from(src, from, to).is_err() {
-        return false;
-    }
-    let same = matches!(entry.stat(to), Ok(Some(m))
-        if m.kind == FileKind::Regular && m.nlink == 2 && m.identity() == read.identity());
-    if !same {
-        let _ = entry.unlink(to);
-    }
-    same
+/// A saved copy that is a hard link to an original.
+#[derive(Debug)]
+pub(crate) struct Linked {
+    /// Its name in the entry.
+    name: String,
+    /// The index of its [`Record`] (whose bytes [`privatize`] writes when
+    /// the link turns out not to be the file that was read).
+    record: usize,
+    /// The original as it was read.
+    read: Meta,
 }
 
-/// Makes the linked copies `saved.linked` private (mode 0600) once
-/// the commit's renames have left the journal their only name. Best effort:
-/// the entry's directories are 0700 already, so a copy that keeps the
-/// original's mode (another user's file, which only its owner may chmod) is
-/// still out of everyone else's reach.
+/// Links the original `from` in `src` into `entry` as `to`, when that can
+/// give the journal exactly the file that was read: a regular file with no
+/// other name (so nothing else can write to it through one). Anything else
+/// (a file system without hard links, a cross-device `.lancet/`,
+/// `protected_hardlinks` refusing another user's file) leaves nothing and
+/// says false: the caller copies instead.
+///
+/// Whether the link is the very file that was read (a name swapped since
+/// would link another) is not looked at here: [`privatize`] opens every
+/// linked copy after the renames anyway, and checks it there, where a
+/// mismatch is replaced by a copy of the bytes read. Until then the commit
+/// has not replaced anything, and a commit refused before its renames
+/// discards the entry whole.
+fn link_original(entry: &Dir, src: &Dir, from: &OsStr, read: &Meta, to: &OsStr) -> bool {
+    read.nlink == 1 && entry.link_from(src, from, to).is_ok()
+}
+
+/// Makes the linked copies `saved.linked` private (mode 0600) once the
+/// commit's renames have left the journal their only name, and checks that
+/// each is the file that was read: the same device, inode, size and mtime,
+/// and no other name (link count 1). One that is not (swapped between the
+/// read and the link, given another name since) is replaced by a private
+/// copy of the bytes that were read, `bytes(record)`. Best effort: undo
+/// checks every copy against its recorded hash, so a copy left wrong is
+/// refused there, never restored; and the entry's directories are 0700
+/// already, so a copy that keeps the original's mode (another user's file,
+/// which only its owner may chmod) is still out of everyone else's reach.
 ///
 /// Through the handle [`write`] kept of the entry (not opened again by name).
-pub(crate) fn privatize(saved: &Saved) {
+pub(crate) fn privatize<'b>(saved: &Saved, bytes: impl Fn(usize) -> Option<&'b [u8]>) {
     let Some(entry) = &saved.entry else {
         return;
     };
-    for name in &saved.linked {
-        // `link_original` has looked at each linked copy and seen a regular file.
-        if let Ok((file, m)) = entry.open_read_seen(OsStr::new(name))
-            && m.mode & 0o7777 != FILE_MODE
-        {
-            let _ = super::dirs::set_mode(&file, FILE_MODE);
+    for l in &saved.linked {
+        let name = OsStr::new(&l.name);
+        // Opened without a look by name first: `write` made this name in
+        // the entry (0700, lancet's own) and linked a regular file to it;
+        // the descriptor's own `fstat` checks what it is.
+        match entry.open_read_seen(name) {
+            Ok((file, m)) if m.nlink == 1 && m.identity() == l.read.identity() => {
+                if m.mode & 0o7777 != FILE_MODE {
+                    let _ = super::dirs::set_mode(&file, FILE_MODE);
+                }
+            }
+            _ => {
+                if let Some(bytes) = bytes(l.record)
+                    && matches!(entry.stat(name), Ok(Some(m)) if m.kind == FileKind::Regular)
+                    && entry.unlink(name).is_ok()
+                    && let Ok(mut f) = entry.create_new(name, FILE_MODE)
+                {
+                    let _ = f.write_all(bytes);
+                }
+            }
         }
     }
 }
@@ -271,7 +301,7 @@ pub(crate) fn write(
         .make_dir(entry_name, DIR_MODE)
         .map_err(io_at(&undo.path().join(id)))?;
     let mut written: Vec<String> = Vec::new();
-    let mut linked: Vec<String> = Vec::new();
+    let mut linked: Vec<Linked> = Vec::new();
     let result = (|| -> Result<Dir, WorkspaceError> {
         let entry = undo
             .dir()
@@ -284,10 +314,14 @@ pub(crate) fn write(
                 let to = OsStr::new(&name);
                 let link = r
                     .source
-                    .is_some_and(|(src, from, read)| link_original(&entry, src, from, &read, to));
-                if link {
+                    .filter(|(src, from, read)| link_original(&entry, src, from, read, to));
+                if let Some((_, _, read)) = link {
                     written.push(name.clone());
-                    linked.push(name.clone());
+                    linked.push(Linked {
+                        name: name.clone(),
+                        record: n,
+                        read,
+                    });
                 } else {
                     let path = at(&name);
                     let mut f = entry.create_new(to, FILE_MODE).map_err(io_at(&path))?;
@@ -559,8 +593,10 @@ pub(crate) fn copy(
 /// paid by every apply once twenty entries exist. A rename frees nothing, so
 /// nine applies in ten pay none of it; the tenth deletes ten entries.
 ///
-/// Cheap on every apply otherwise: up to `keep` entries it costs one listing
-/// of `.lancet/undo` (no look inside any entry); past that, a look for each
+/// Cheap on every apply otherwise: up to `keep` entries it costs nothing
+/// where the journal directory's link count says how many subdirectories
+/// it has (see [`StateDir::subdirs`]), else one listing of `.lancet/undo`
+/// (no look inside any entry); past that, a look for each
 /// newer entry's manifest (an open and an `fstatat`, not a read) and a read
 /// of the manifests of the entries it moves, usually one. An entry counts
 /// toward `keep` by having a manifest that is a regular file: validating
@@ -577,6 +613,14 @@ pub(crate) fn prune(
     newest: &str,
     aside: impl FnOnce() -> Option<StateDir>,
 ) {
+    // `undo` was opened before `newest` was made in it: one more now. Up to
+    // `keep` subdirectories in all, no listing could find an entry to prune.
+    if undo
+        .subdirs()
+        .is_some_and(|n| n.saturating_add(1) <= keep as u64)
+    {
+        return;
+    }
     let Ok(entries) = ids(undo) else {
         return;
     };

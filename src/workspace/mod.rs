@@ -399,7 +399,7 @@ struct Planned<'a> {
     rel: &'a str,
     target: Target,
     /// The directory holding the file; `None` until staging makes it.
-    dir: Option<Dir>,
+    dir: Option<Arc<Dir>>,
     /// The new bytes; `None` for a delete.
     new: Option<&'a [u8]>,
     /// [`content_hash`] of `new`, computed once for the journal and the receipt.
@@ -416,10 +416,15 @@ impl Workspace {
             io::ErrorKind::NotFound => WorkspaceError::RootNotFound { path: root.into() },
             _ => io_at(root)(source),
         })?;
-        if !canon.is_dir() {
-            return Err(WorkspaceError::RootNotDirectory { path: canon });
-        }
-        let dir = Dir::open_path(&canon).map_err(io_at(&canon))?;
+        // Opened as a directory (`O_DIRECTORY`), which says whether it is
+        // one: no separate look first.
+        let dir = match Dir::open_path(&canon) {
+            Ok(dir) => dir,
+            Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
+                return Err(WorkspaceError::RootNotDirectory { path: canon });
+            }
+            Err(e) => return Err(io_at(&canon)(e)),
+        };
         Ok(Workspace {
             root: canon,
             dir: Arc::new(dir),
@@ -652,49 +657,67 @@ impl Workspace {
     /// the root's handle, one real directory at a time. Missing directories
     /// give `Ok(None)`, or are made when `made` is given (recorded there,
     /// outermost first). `rel` names the file in errors.
+    ///
+    /// Each name is opened at once with `O_NOFOLLOW | O_DIRECTORY`, which
+    /// succeeds only on a real directory (a symlink fails with `ELOOP`,
+    /// anything else with `ENOTDIR`, before any open of it); only a failure
+    /// is looked at (`fstatat`) to say why. One system call per directory,
+    /// not a look and an open; the root itself is the root's own handle,
+    /// shared, not a duplicate.
     fn walk(
         &self,
         dir_rel: &Path,
         rel: &str,
         mut made: Option<&mut Vec<PathBuf>>,
-    ) -> Result<Option<Dir>, WorkspaceError> {
-        let mut cur = self.dir.try_clone().map_err(io_at(&self.root))?;
+    ) -> Result<Option<Arc<Dir>>, WorkspaceError> {
+        let mut cur = Arc::clone(&self.dir);
         let mut sofar = PathBuf::new();
         for part in dir_rel.iter() {
             sofar.push(part);
-            let abs = self.root.join(&sofar);
-            match cur.stat(part).map_err(io_at(&abs))? {
-                None => match made.as_deref_mut() {
-                    None => return Ok(None),
-                    Some(made) => match cur.make_dir(part, 0o777) {
-                        Ok(()) => made.push(sofar.clone()),
-                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                        Err(e) => return Err(io_at(&abs)(e)),
-                    },
-                },
-                Some(m) if m.kind == FileKind::Directory => {}
-                // The path was canonical when it was resolved: a symlink on it now was put there since.
-                Some(m) if m.kind == FileKind::Symlink => {
-                    return Err(WorkspaceError::PathChanged {
-                        path: rel.to_owned(),
-                    });
-                }
-                Some(_) => {
-                    return Err(WorkspaceError::ParentNotDirectory {
-                        path: rel.to_owned(),
-                        parent: sofar.to_string_lossy().into_owned(),
-                    });
-                }
-            }
-            cur = cur.open_dir(part).map_err(|e| match e.raw_os_error() {
-                // ELOOP or ENOTDIR: replaced between the two calls.
-                Some(_) if matches!(cur.stat(part), Ok(Some(m)) if m.kind != FileKind::Directory) => {
-                    WorkspaceError::PathChanged {
-                        path: rel.to_owned(),
+            let abs = || self.root.join(&sofar);
+            let opened = match cur.open_dir(part) {
+                Ok(dir) => dir,
+                Err(e) => {
+                    match cur.stat(part).map_err(io_at(&abs()))? {
+                        None => match made.as_deref_mut() {
+                            None => return Ok(None),
+                            Some(made) => match cur.make_dir(part, 0o777) {
+                                Ok(()) => made.push(sofar.clone()),
+                                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                                Err(e) => return Err(io_at(&abs())(e)),
+                            },
+                        },
+                        // The path was canonical when it was resolved: a symlink on it now was put there since.
+                        Some(m) if m.kind == FileKind::Symlink => {
+                            return Err(WorkspaceError::PathChanged {
+                                path: rel.to_owned(),
+                            });
+                        }
+                        Some(m) if m.kind != FileKind::Directory => {
+                            return Err(WorkspaceError::ParentNotDirectory {
+                                path: rel.to_owned(),
+                                parent: sofar.to_string_lossy().into_owned(),
+                            });
+                        }
+                        // A directory after all (made meanwhile): opened below;
+                        // if that fails too, the first error is the one to give.
+                        Some(_) => {}
                     }
+                    cur.open_dir(part).map_err(|again| {
+                        match cur.stat(part) {
+                            // ELOOP or ENOTDIR: replaced between the two calls.
+                            Ok(Some(m)) if m.kind != FileKind::Directory => {
+                                WorkspaceError::PathChanged {
+                                    path: rel.to_owned(),
+                                }
+                            }
+                            _ if again.kind() == e.kind() => io_at(&abs())(e),
+                            _ => io_at(&abs())(again),
+                        }
+                    })?
                 }
-                _ => io_at(&abs)(e),
-            })?;
+            };
+            cur = Arc::new(opened);
         }
         Ok(Some(cur))
     }
@@ -708,7 +731,12 @@ impl Workspace {
         rel: &str,
         abs: &Path,
     ) -> Result<Option<Meta>, WorkspaceError> {
-        let meta = match dir.stat(name).map_err(io_at(abs))? {
+        self.regular(dir.stat(name).map_err(io_at(abs))?, rel)
+    }
+
+    /// [`regular_meta`](Self::regular_meta) for what a look just `seen`.
+    fn regular(&self, seen: Option<Meta>, rel: &str) -> Result<Option<Meta>, WorkspaceError> {
+        let meta = match seen {
             None => return Ok(None),
             Some(m) if m.kind == FileKind::Directory => {
                 return Err(WorkspaceError::IsDirectory {
@@ -740,43 +768,72 @@ impl Workspace {
         if self.regular_meta(dir, name, rel, abs)?.is_none() {
             return Ok(None);
         }
-        let (file, meta) = dir.open_read_seen(name).map_err(io_at(abs))?;
-        self.check_size(rel, meta.size)?;
-        let mut bytes = Vec::with_capacity(usize::try_from(meta.size).unwrap_or(0));
-        // Bounded even if the file grows while it is read.
-        file.take(self.max_file_bytes + 1)
-            .read_to_end(&mut bytes)
-            .map_err(io_at(abs))?;
-        self.check_size(rel, bytes.len() as u64)?;
-        Ok(Some(Before {
-            hash: content_hash(&bytes),
-            bytes,
-            meta,
-        }))
+        self.read_seen(dir, name, rel, abs).map(Some)
     }
 
-    /// The file `name` in `dir` as [`read_in`](Self::read_in) gives it, with
-    /// `bytes` the caller already read (`hash`, what it planned against):
-    /// only its metadata is looked at now. A size that differs is stale at
-    /// once; the same size is checked by content at the last look.
-    fn stat_in(
+    /// Reads the file `name` in `dir`, which a look has just seen to be a
+    /// regular file within the size limit: checked again on the descriptor.
+    fn read_seen(
         &self,
         dir: &Dir,
         name: &OsStr,
         rel: &str,
         abs: &Path,
+    ) -> Result<Before, WorkspaceError> {
+        let (mut file, meta) = dir.open_read_seen(name).map_err(io_at(abs))?;
+        self.check_size(rel, meta.size)?;
+        // Read into a buffer one byte larger than the file: one `read` fills
+        // it and one more sees the end (std's `read_to_end` through `take`
+        // knows no size and reads in a growing series, four calls for 40 KB).
+        // Bounded even if the file grows while it is read.
+        let limit = usize::try_from(self.max_file_bytes)
+            .unwrap_or(usize::MAX)
+            .saturating_add(1);
+        let size = usize::try_from(meta.size).unwrap_or(usize::MAX);
+        let mut bytes = vec![0u8; size.saturating_add(1).min(limit)];
+        let mut len = 0;
+        loop {
+            if len == bytes.len() {
+                if len >= limit {
+                    break;
+                }
+                // Grown since the look: read on, still bounded.
+                bytes.resize(len.saturating_mul(2).clamp(len + 1, limit), 0);
+            }
+            match file.read(&mut bytes[len..]) {
+                Ok(0) => break,
+                Ok(n) => len += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io_at(abs)(e)),
+            }
+        }
+        bytes.truncate(len);
+        self.check_size(rel, bytes.len() as u64)?;
+        Ok(Before {
+            hash: content_hash(&bytes),
+            bytes,
+            meta,
+        })
+    }
+
+    /// The file `name` in `dir` as [`read_in`](Self::read_in) gives it, with
+    /// `bytes` the caller already read (`hash`, what it planned against):
+    /// only its metadata is looked at now (`meta`, what a look just saw and
+    /// [`regular`](Self::regular) let through). A size that differs is stale
+    /// at once; the same size is checked by content at the last look.
+    fn stat_in(
+        &self,
+        meta: Meta,
+        rel: &str,
         bytes: Vec<u8>,
         hash: u64,
-    ) -> Result<Option<Before>, WorkspaceError> {
-        let Some(meta) = self.regular_meta(dir, name, rel, abs)? else {
-            return Ok(None);
-        };
+    ) -> Result<Before, WorkspaceError> {
         if meta.size != bytes.len() as u64 {
             return Err(WorkspaceError::Stale {
                 path: rel.to_owned(),
             });
         }
-        Ok(Some(Before { hash, bytes, meta }))
+        Ok(Before { hash, bytes, meta })
     }
 
     /// [`hash_seen`](Self::hash_seen) after a look of its own (the tests' way in).
@@ -891,7 +948,7 @@ impl Workspace {
                 found: m.kind,
             }),
             Some(_) => {
-                let (file, meta) = dir.open_read(name).map_err(io_at(&abs))?;
+                let (file, meta) = dir.open_read_seen(name).map_err(io_at(&abs))?;
                 Ok(Some((file, meta.size)))
             }
         }
@@ -918,6 +975,28 @@ impl Workspace {
                 found: m.kind,
             }),
         }
+    }
+
+    /// [`check_write`](Self::check_write) and [`read`](Self::read) in one,
+    /// for a file about to be edited: refused as `check_write` refuses
+    /// (before a byte is read), else read as `read` reads it. One walk to
+    /// its directory and one look at its name, where the two calls took two
+    /// walks and four looks; the same answers, the same errors first.
+    pub fn read_for_write(&self, rel: &str) -> Result<Option<FileState>, WorkspaceError> {
+        let t = self.target(rel)?;
+        let Some(dir) = self.walk(&t.dir_rel, rel, None)? else {
+            return Ok(None);
+        };
+        let abs = self.root.join(&t.dir_rel).join(&t.name);
+        if self.regular_meta(&dir, &t.name, rel, &abs)?.is_none() {
+            return Ok(None);
+        }
+        let b = self.read_seen(&dir, &t.name, rel, &abs)?;
+        Ok(Some(FileState {
+            mode: mode_bits(&b.meta),
+            hash: b.hash,
+            bytes: b.bytes,
+        }))
     }
 
     /// Writes every change or none, under the root's lock (see
@@ -1019,7 +1098,11 @@ impl Workspace {
             let abs = self.root.join(&target.dir_rel).join(&target.name);
             let before = match &dir {
                 Some(d) => {
-                    if let Some(m) = d.stat(&target.name).map_err(io_at(&abs))?
+                    // One look decides: a symlink, a directory, a special
+                    // file or one too large is refused; a regular file is
+                    // then opened without being looked at by name again.
+                    let seen = d.stat(&target.name).map_err(io_at(&abs))?;
+                    if let Some(m) = seen
                         && m.kind == FileKind::Symlink
                     {
                         // Replacing a symlink would lose it (and undo could not bring it back).
@@ -1033,11 +1116,12 @@ impl Workspace {
                         .and_then(Option::take)
                         .map(|b| (content_hash(&b), b))
                         .filter(|(hash, _)| expected == Some(*hash));
-                    match known {
-                        Some((hash, bytes)) => {
-                            self.stat_in(d, &target.name, rel, &abs, bytes, hash)?
+                    match (self.regular(seen, rel)?, known) {
+                        (None, _) => None,
+                        (Some(meta), Some((hash, bytes))) => {
+                            Some(self.stat_in(meta, rel, bytes, hash)?)
                         }
-                        None => self.read_in(d, &target.name, rel, &abs)?,
+                        (Some(_), None) => Some(self.read_seen(d, &target.name, rel, &abs)?),
                     }
                 }
                 None => None,
@@ -1101,6 +1185,7 @@ impl Workspace {
                 Err(err) => return Err(self.discard(plan, &temps, &made, err)),
             }
         }
+        hook("journal");
         let journalled = match id {
             None => None,
             Some(id) => match self.journal(id, plan, &made) {
@@ -1141,7 +1226,11 @@ impl Workspace {
         // The journal's directory, still open, is pruned here rather than
         // opened again by the caller.
         if let (Some((undo, saved)), Some(id)) = (&journalled, id) {
-            journal::privatize(saved);
+            journal::privatize(saved, |i| {
+                plan.get(i)
+                    .and_then(|p| p.before.as_ref())
+                    .map(|b| b.bytes.as_slice())
+            });
             journal::prune(undo, JOURNAL_KEEP, id, || self.state(&["pruned"]).ok());
         }
         Ok(())
@@ -1160,16 +1249,23 @@ impl Workspace {
             // was refused as stale.
             return Err(changed());
         };
-        let again = self
-            .walk(&p.target.dir_rel, p.rel, None)
-            .map_err(|_| changed())?
-            .ok_or_else(changed)?;
-        let (a, b) = (
-            again.meta().map_err(io_at(&abs))?,
-            dir.meta().map_err(io_at(&abs))?,
-        );
-        if (a.dev, a.ino) != (b.dev, b.ino) {
-            return Err(changed());
+        // The path must still lead to the directory held: one look at it
+        // from the root (its last name not followed) against the handle's
+        // own identity. Whatever way the path leads there, the renames go
+        // through the handle, which was reached one real directory at a
+        // time; a directory moved away, or swapped for a symlink or another
+        // directory, is a different inode here. A file in the root itself
+        // is in the root's own handle: nothing to look at.
+        if !p.target.dir_rel.as_os_str().is_empty() {
+            let now = self
+                .dir
+                .stat_beneath(&p.target.dir_rel)
+                .map_err(|_| changed())?
+                .ok_or_else(changed)?;
+            let held = dir.meta().map_err(io_at(&abs))?;
+            if now.kind != FileKind::Directory || (now.dev, now.ino) != (held.dev, held.ino) {
+                return Err(changed());
+            }
         }
         let stale = || WorkspaceError::Stale {
             path: p.rel.to_owned(),
@@ -1475,6 +1571,8 @@ fn fail_point(_n: usize) -> io::Result<()> {
 #[cfg(test)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Point {
+    /// After staging, before journalling.
+    Staged,
     /// After staging and journalling, before the last checks.
     BeforeRecheck,
     /// After the last checks, before the first rename.
@@ -1497,6 +1595,7 @@ fn hook(_at: &'static str) {
     #[cfg(test)]
     {
         let at = match _at {
+            "journal" => Point::Staged,
             "recheck" => Point::BeforeRecheck,
             _ => Point::BeforeRename,
         };
@@ -2116,6 +2215,153 @@ mod tests {
         assert_eq!(names.len(), 1, "no temp file left outside");
     }
 
+    /// Security item 5: a file swapped for another with the same bytes
+    /// (a new inode renamed over it) after the commit's read refuses the
+    /// commit: the last look compares the inode as well as the content.
+    /// Nothing is written, nothing is journalled.
+    #[cfg(unix)]
+    #[test]
+    fn a_file_swapped_for_a_copy_mid_commit_is_refused() {
+        let (_dir, ws) = setup();
+        let a = put(&ws, "sub/a.txt", b"a\n");
+        let root = ws.root().to_path_buf();
+        HOOK.set(Some((
+            Point::BeforeRecheck,
+            Box::new(move || {
+                fs::write(root.join("sub/copy"), b"a\n").unwrap();
+                fs::rename(root.join("sub/copy"), root.join("sub/a.txt")).unwrap();
+            }),
+        )));
+        let err = ws
+            .commit(&[write("sub/a.txt", b"A\n", Some(a))])
+            .unwrap_err();
+        HOOK.set(None);
+        assert!(matches!(err, E::Stale { .. }), "{err:?}");
+        assert_eq!(on_disk(&ws, "sub/a.txt").unwrap(), b"a\n");
+        assert_eq!(journal_len(&ws), 0);
+        let names: Vec<_> = fs::read_dir(ws.root().join("sub")).unwrap().collect();
+        assert_eq!(names.len(), 1, "no temp file left");
+    }
+
+    /// Security item 6: the last look follows the whole path of the
+    /// directory: a directory above it moved away and replaced by a symlink
+    /// to a look-alike tree outside (the same names down to the file)
+    /// refuses the commit; nothing is written there or in the moved tree.
+    #[cfg(unix)]
+    #[test]
+    fn a_directory_above_swapped_for_a_symlink_mid_commit_is_refused() {
+        use std::os::unix::fs::symlink;
+        let (_dir, ws) = setup();
+        let outside = tempfile::tempdir().unwrap();
+        fs::create_dir_all(outside.path().join("x/sub")).unwrap();
+        fs::write(outside.path().join("x/sub/a.txt"), b"a\n").unwrap();
+        let a = put(&ws, "x/sub/a.txt", b"a\n");
+        let (root, out) = (ws.root().to_path_buf(), outside.path().to_path_buf());
+        HOOK.set(Some((
+            Point::BeforeRecheck,
+            Box::new(move || {
+                fs::rename(root.join("x"), root.join("moved")).unwrap();
+                symlink(out.join("x"), root.join("x")).unwrap();
+            }),
+        )));
+        let err = ws
+            .commit(&[write("x/sub/a.txt", b"A\n", Some(a))])
+            .unwrap_err();
+        HOOK.set(None);
+        assert!(matches!(err, E::PathChanged { .. }), "{err:?}");
+        assert_eq!(
+            fs::read(outside.path().join("x/sub/a.txt")).unwrap(),
+            b"a\n"
+        );
+        assert_eq!(on_disk(&ws, "moved/sub/a.txt").unwrap(), b"a\n");
+        let names: Vec<_> = fs::read_dir(outside.path().join("x/sub"))
+            .unwrap()
+            .collect();
+        assert_eq!(names.len(), 1, "no temp file left outside");
+        assert_eq!(journal_len(&ws), 0);
+    }
+
+    /// A walk opens each directory without following a symlink and says
+    /// what stopped it: a symlinked component (even one leading inside the
+    /// root) is a changed path, a file is a parent that is not a directory,
+    /// a missing one is nothing (or made, when asked).
+    #[cfg(unix)]
+    #[test]
+    fn walk_refuses_a_symlinked_directory_and_says_what_else_is_there() {
+        use std::os::unix::fs::symlink;
+        let (_dir, ws) = setup();
+        let outside = tempfile::tempdir().unwrap();
+        put(&ws, "real/f.txt", b"");
+        put(&ws, "file", b"");
+        symlink(outside.path(), ws.root().join("out")).unwrap();
+        symlink(ws.root().join("real"), ws.root().join("inside")).unwrap();
+        for dir in ["out", "inside"] {
+            let walked = ws.walk(Path::new(dir), "p", None);
+            assert!(
+                matches!(walked, Err(E::PathChanged { .. })),
+                "{dir}: {walked:?}"
+            );
+        }
+        let walked = ws.walk(Path::new("file/deeper"), "p", None);
+        assert!(
+            matches!(walked, Err(E::ParentNotDirectory { ref parent, .. }) if parent == "file"),
+            "{walked:?}"
+        );
+        assert!(
+            ws.walk(Path::new("missing/deeper"), "p", None)
+                .unwrap()
+                .is_none()
+        );
+        let mut made = Vec::new();
+        let dir = ws
+            .walk(Path::new("new/deeper"), "p", Some(&mut made))
+            .unwrap();
+        assert!(dir.is_some());
+        assert_eq!(made, [PathBuf::from("new"), PathBuf::from("new/deeper")]);
+        assert!(ws.walk(Path::new("real"), "p", None).unwrap().is_some());
+        assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
+    }
+
+    /// `read_for_write` answers as `check_write` then `read` do: what may
+    /// not be written is refused with the same error, before anything is
+    /// read; a file is read whole (across the first read's size, when it
+    /// grew) and bounded by the size limit.
+    #[cfg(unix)]
+    #[test]
+    fn read_for_write_is_check_write_then_read() {
+        use std::os::unix::fs::symlink;
+        let (_dir, ws) = setup();
+        let bytes: Vec<u8> = (0..70_000u32).map(|i| (i % 251) as u8).collect();
+        put(&ws, "a/f.txt", &bytes);
+        put(&ws, "file", b"x");
+        fs::create_dir(ws.root().join("a/dir")).unwrap();
+        symlink(ws.root().join("a/f.txt"), ws.root().join("a/link")).unwrap();
+        for rel in [
+            "a/f.txt",
+            "a/new.txt",
+            "a/dir",
+            "a/link",
+            "file/x",
+            ".lancet.toml",
+            ".git/x",
+            "../x",
+            "/abs",
+            "missing/x",
+        ] {
+            let merged = ws.read_for_write(rel);
+            let apart = ws.check_write(rel).and_then(|()| ws.read(rel));
+            assert_eq!(format!("{merged:?}"), format!("{apart:?}"), "{rel}");
+        }
+        let state = ws.read_for_write("a/f.txt").unwrap().unwrap();
+        assert_eq!(state.bytes, bytes);
+        assert_eq!(state.hash, content_hash(&bytes));
+        let small = Workspace::open(ws.root()).unwrap().with_max_file_bytes(100);
+        assert!(matches!(
+            small.read_for_write("a/f.txt"),
+            Err(E::TooLarge { bytes: 70_000, .. })
+        ));
+    }
+
     /// Security item 6: even a swap after the last checks, right before the
     /// rename, cannot redirect the write: the rename goes through the handle
     /// of the directory that was checked, never through the new symlink.
@@ -2215,6 +2461,69 @@ mod tests {
         assert_ne!(copy.ino(), ino);
         assert_eq!(copy.mode() & 0o7777, 0o600);
         fs::write(ws.root().join("other-name.txt"), b"edited elsewhere\n").unwrap();
+        ws.undo().unwrap();
+        assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"original\n");
+    }
+
+    /// The journal links the name it was given, and a name swapped between
+    /// the read and the link (then put back before the last look) links
+    /// another file: the check after the renames finds it is not the file
+    /// read and puts a private copy of the bytes read in its place, so undo
+    /// restores the original.
+    #[cfg(unix)]
+    #[test]
+    fn a_link_to_a_swapped_file_is_replaced_by_a_copy() {
+        use std::os::unix::fs::MetadataExt;
+        let (_dir, ws) = setup();
+        let h = put(&ws, "a.txt", b"original\n");
+        let root = ws.root().to_path_buf();
+        HOOK.set(Some((
+            Point::Staged,
+            Box::new(move || {
+                fs::rename(root.join("a.txt"), root.join("kept.txt")).unwrap();
+                fs::write(root.join("a.txt"), b"an impostor\n").unwrap();
+                HOOK.set(Some((
+                    Point::BeforeRecheck,
+                    Box::new(move || {
+                        fs::rename(root.join("kept.txt"), root.join("a.txt")).unwrap();
+                    }),
+                )));
+            }),
+        )));
+        ws.commit(&[write("a.txt", b"changed\n", Some(h))]).unwrap();
+        HOOK.set(None);
+        let copy = fs::symlink_metadata(saved_copy(&ws, 0)).unwrap();
+        assert!(copy.is_file());
+        assert_eq!(copy.nlink(), 1);
+        assert_eq!(copy.mode() & 0o7777, 0o600);
+        assert_eq!(fs::read(saved_copy(&ws, 0)).unwrap(), b"original\n");
+        ws.undo().unwrap();
+        assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"original\n");
+    }
+
+    /// An original given another name after the journal linked it (so a
+    /// write through that name would change the journal's copy) is replaced
+    /// in the journal by a private copy once the renames are done.
+    #[cfg(unix)]
+    #[test]
+    fn a_linked_original_given_another_name_is_copied() {
+        use std::os::unix::fs::MetadataExt;
+        let (_dir, ws) = setup();
+        let h = put(&ws, "a.txt", b"original\n");
+        let root = ws.root().to_path_buf();
+        let ino = fs::metadata(root.join("a.txt")).unwrap().ino();
+        let other = root.join("other.txt");
+        HOOK.set(Some((
+            Point::BeforeRecheck,
+            Box::new(move || fs::hard_link(root.join("a.txt"), other).unwrap()),
+        )));
+        ws.commit(&[write("a.txt", b"changed\n", Some(h))]).unwrap();
+        HOOK.set(None);
+        let copy = fs::metadata(saved_copy(&ws, 0)).unwrap();
+        assert_ne!(copy.ino(), ino);
+        assert_eq!(copy.nlink(), 1);
+        assert_eq!(copy.mode() & 0o7777, 0o600);
+        fs::write(ws.root().join("other.txt"), b"edited elsewhere\n").unwrap();
         ws.undo().unwrap();
         assert_eq!(on_disk(&ws, "a.txt").unwrap(), b"original\n");
     }

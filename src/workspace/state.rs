@@ -39,6 +39,9 @@ pub struct StateDir {
     rel: String,
     /// Absolute, for messages.
     abs: PathBuf,
+    /// How many subdirectories it held when opened, where its link count
+    /// says (see [`StateDir::subdirs`]).
+    subdirs: Option<u64>,
 }
 
 /// Opens `.lancet/` under `root` (whose absolute path is `root_path`), then
@@ -91,6 +94,11 @@ fn open(
 }
 
 /// Opens (or makes) the directory `name` in `parent`, refusing anything else there.
+///
+/// Opened at once with `O_NOFOLLOW | O_DIRECTORY`, which only a real
+/// directory passes; only a failure is looked at (`fstatat`), to say what is
+/// there or to make what is missing. An existing directory is then looked at
+/// through its handle (`fstat`): its mode, and its link count.
 fn child(
     parent: &Dir,
     root_path: &Path,
@@ -105,39 +113,60 @@ fn child(
         found,
         expected: FileKind::Directory,
     };
-    match parent.stat(os).map_err(io_at(&abs))? {
-        None if !create => return Ok(None),
-        None => match parent.make_dir(os, DIR_MODE) {
-            Ok(()) => {}
-            // Made meanwhile by another lancet: opened below like any other.
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(io_at(&abs)(e)),
-        },
-        Some(m) if m.kind == FileKind::Directory => {
-            // Made by an older lancet with the default mode: tightened.
-            if m.mode & 0o077 != 0
-                && let Ok(dir) = parent.open_dir(os)
-            {
-                let _ = dir.set_mode(DIR_MODE);
+    // What is at `name` when it cannot be opened as a directory.
+    let found = || {
+        parent
+            .stat(os)
+            .ok()
+            .flatten()
+            .map_or(FileKind::Other, |m| m.kind)
+    };
+    let (dir, made) = match parent.open_dir(os) {
+        Ok(dir) => (dir, false),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if !create {
+                return Ok(None);
+            }
+            let made = match parent.make_dir(os, DIR_MODE) {
+                Ok(()) => true,
+                // Made meanwhile by another lancet: opened below like any other.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => false,
+                Err(e) => return Err(io_at(&abs)(e)),
+            };
+            match parent.open_dir(os) {
+                Ok(dir) => (dir, made),
+                // Swapped for something else between the two calls.
+                Err(_) => return Err(refuse(found())),
             }
         }
-        Some(m) => return Err(refuse(m.kind)),
-    }
-    match parent.open_dir(os) {
-        Ok(dir) => Ok(Some(StateDir {
-            dir,
-            rel: rel.to_owned(),
-            abs,
-        })),
-        // Swapped for something else between the two calls.
-        Err(_) => Err(refuse(
-            parent
-                .stat(os)
-                .ok()
-                .flatten()
-                .map_or(FileKind::Other, |m| m.kind),
-        )),
-    }
+        Err(e) => {
+            return Err(match found() {
+                // A real directory that cannot be opened (its permissions).
+                FileKind::Directory => io_at(&abs)(e),
+                kind => refuse(kind),
+            });
+        }
+    };
+    let subdirs = if made {
+        Some(0)
+    } else {
+        let m = dir.meta().map_err(io_at(&abs))?;
+        // Made by an older lancet with the default mode: tightened.
+        if m.mode & 0o077 != 0 {
+            let _ = dir.set_mode(DIR_MODE);
+        }
+        // Two links (its name and its own `.`) and one per subdirectory's
+        // `..` on the file systems that count them (ext4, xfs, tmpfs);
+        // btrfs says 1, and a count that says no subdirectory is not trusted
+        // (a file system that always says 2).
+        (m.nlink > 2).then(|| m.nlink - 2)
+    };
+    Ok(Some(StateDir {
+        dir,
+        rel: rel.to_owned(),
+        abs,
+        subdirs,
+    }))
 }
 
 /// Writes `.lancet/.gitignore` (`*`: the whole state directory stays out of
@@ -164,6 +193,15 @@ impl StateDir {
     /// The handle.
     pub(crate) fn dir(&self) -> &Dir {
         &self.dir
+    }
+
+    /// How many subdirectories this directory held when it was opened
+    /// (made now: none), from its link count; `None` where that count does
+    /// not say (btrfs, some network and FUSE file systems, a count that says
+    /// none). An upper bound on what a listing would find then, never used
+    /// to reach anything: only to skip a listing that could find nothing to do.
+    pub(crate) fn subdirs(&self) -> Option<u64> {
+        self.subdirs
     }
 
     /// The directory relative to the root (`.lancet/undo`).
