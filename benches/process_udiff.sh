@@ -22,7 +22,10 @@
 # `.lancet/`, its `.gitignore` and `.lancet/undo`, as only a project's first
 # apply does: the pessimistic figure), and "warm", with `.lancet/undo`
 # already holding three entries of earlier applies of the same diff, as
-# every later apply finds it.
+# every later apply finds it. And "steady": the mean of applies in one tree
+# whose journal is past its limit of twenty entries and kept from run to run,
+# so that pruning (ten old entries deleted on every tenth apply) is paid as a
+# project used for a while pays it; patch's mean beside it ("p-stdy").
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -218,27 +221,71 @@ time_case() {
     fi
 }
 
+# Prints "mean_ms_lancet mean_ms_patch" of consecutive applies of case $1's
+# diff in one tree whose `.lancet/` is kept from run to run (only the file is
+# put back before each), after 26 untimed applies have filled the undo
+# journal past its twenty entries: pruning is then paid as in a project used
+# for a while (ten old entries deleted every tenth apply), so the mean, not
+# the median, is the figure.
+time_steady() {
+    local d=$1 i
+    local l_cmd=("$lancet" apply -p1 -C "$d/tree" "$d/edit.diff")
+    local p_cmd=(patch -p1 -s --no-backup-if-mismatch -d "$d/tree" -i "$d/edit.diff")
+    local path
+    path=$(cat "$d/path")
+    sh "$d/restore"
+    for ((i = 0; i < 26; i++)); do
+        cp "$d/pre" "$d/tree/$path"
+        "${l_cmd[@]}" >/dev/null 2>&1
+    done
+    if command -v hyperfine >/dev/null; then
+        hyperfine --shell=none --style=none --runs "$((runs * 2))" \
+            --prepare "cp $d/pre $d/tree/$path" --export-csv "$d/steady.csv" \
+            -n lancet "${l_cmd[*]}" -n patch "${p_cmd[*]}" >/dev/null 2>"$d/steady.err"
+        awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+            { m[$col["command"]] = $col["mean"] * 1000 }
+            END { printf "%.3f %.3f\n", m["lancet"], m["patch"] }' "$d/steady.csv"
+    else
+        # The bash loop's own cost (a fork) is in both figures.
+        local t
+        for t in lancet patch; do
+            local -n cmd=${t:0:1}_cmd
+            for ((i = 0; i < runs * 2; i++)); do
+                cp "$d/pre" "$d/tree/$path"
+                local t0 t1
+                t0=$(now_us)
+                "${cmd[@]}" >/dev/null 2>&1
+                t1=$(now_us)
+                echo $((t1 - t0))
+            done | awk '{ s += $1 } END { printf "%.3f ", s / NR / 1000 }'
+        done
+        echo
+    fi
+}
+
 timer="bash loop (hyperfine not found)"
 command -v hyperfine >/dev/null && timer="hyperfine $(hyperfine --version | cut -d' ' -f2)"
 echo "timer: $timer; $runs runs per tool and case; medians in ms"
 echo 'lancet: a real apply (undo journal, temp file, rename; no flush unless fsync = true), with no .lancet/ yet (fresh)'
-echo '  and with .lancet/undo holding three earlier entries (warm); --check: the same without writing'
-printf '%-4s %-46s %6s %5s %8s %8s %8s %8s %7s %7s\n' case "commit file" lines hunks fresh warm --check patch fresh/p warm/p
+echo '  and with .lancet/undo holding three earlier entries (warm); --check: the same without writing;'
+echo "  steady: mean of $((runs * 2)) applies, the journal past its limit and kept (p-stdy: patch's mean)"
+printf '%-4s %-46s %6s %5s %8s %8s %8s %8s %7s %7s %7s %7s %7s\n' case "commit file" lines hunks fresh warm --check patch fresh/p warm/p steady p-stdy stdy/p
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { print (b > 0 ? a / b : 0) }'; }
 while read -r name label; do
     d=$work/cases/$name
     read -r ml mw mc mp < <(time_case "$d")
+    read -r sl sp < <(time_steady "$d")
     lines=$(wc -l <"$d/pre")
     h=$(grep -c '^@@' "$d/edit.diff" || true)
-    printf '%-4s %-46.46s %6d %5d %8.2f %8.2f %8.2f %8.2f %6.2fx %6.2fx\n' "$name" "$label" "$lines" "$h" \
-        "$ml" "$mw" "$mc" "$mp" "$(ratio "$ml" "$mp")" "$(ratio "$mw" "$mp")"
-    [[ $name == big || $name == h50 ]] || echo "$ml $mw $mc $mp" >>"$work/real.ms"
+    printf '%-4s %-46.46s %6d %5d %8.2f %8.2f %8.2f %8.2f %6.2fx %6.2fx %7.2f %7.2f %6.2fx\n' "$name" "$label" "$lines" "$h" \
+        "$ml" "$mw" "$mc" "$mp" "$(ratio "$ml" "$mp")" "$(ratio "$mw" "$mp")" "$sl" "$sp" "$(ratio "$sl" "$sp")"
+    [[ $name == big || $name == h50 ]] || echo "$ml $mw $mc $mp $sl $sp" >>"$work/real.ms"
 done <"$work/labels.txt"
 # The real diffs together: the median of the per-diff medians.
-awk '{ l[NR] = $1; w[NR] = $2; c[NR] = $3; p[NR] = $4 }
+awk '{ l[NR] = $1; w[NR] = $2; c[NR] = $3; p[NR] = $4; sl[NR] = $5; sp[NR] = $6 }
     function med(a, n,   i, j, t) {
         for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
         return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
     }
-    END { ml = med(l, NR); mw = med(w, NR); mc = med(c, NR); mp = med(p, NR)
-        printf "%-4s %-46s %6s %5s %8.2f %8.2f %8.2f %8.2f %6.2fx %6.2fx\n", "all", "median of the " NR " real diffs", "", "", ml, mw, mc, mp, ml / mp, mw / mp }' "$work/real.ms"
+    END { ml = med(l, NR); mw = med(w, NR); mc = med(c, NR); mp = med(p, NR); msl = med(sl, NR); msp = med(sp, NR)
+        printf "%-4s %-46s %6s %5s %8.2f %8.2f %8.2f %8.2f %6.2fx %6.2fx %7.2f %7.2f %6.2fx\n", "all", "median of the " NR " real diffs", "", "", ml, mw, mc, mp, ml / mp, mw / mp, msl, msp, msp > 0 ? msl / msp : 0 }' "$work/real.ms"
