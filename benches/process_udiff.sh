@@ -288,4 +288,4 @@ awk '{ l[NR] = $1; w[NR] = $2; c[NR] = $3; p[NR] = $4; sl[NR] = $5; sp[NR] = $6 
         return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
     }
     END { ml = med(l, NR); mw = med(w, NR); mc = med(c, NR); mp = med(p, NR); msl = med(sl, NR); msp = med(sp, NR)
-        printf "%-4s %-46s %6s %5s %8.2f %8.2f %8.2f %8.2f %6.2fx %6.2fx %7.2f %7.2f %6.2fx\n", "all", "median of the " NR " real diffs", "", "", ml, mw, mc, mp, ml / mp, mw / mp, msl, msp, msp > 0 ? msl / msp : 0 }' "$work/real.ms"
+        printf "%-4s %-46s %6s %5s %8.2f %8.2f %8.2f %8.2f %6.2fx %6.2fx %7.2f %7.2f %6.2fx\n", "all", "median of the " NR " real diffs", "", "", ml, mw, mc, mp, ml / mp, mw / mp, msl, msp, (msp > 0 ? msl / msp : 0) }' "$work/real.ms"
