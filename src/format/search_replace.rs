@@ -169,17 +169,22 @@ fn is_tag_fence(line: &str) -> bool {
         && !attrs.contains(['<', '>'])
 }
 
-/// A file path as models write it above a block (`path`, `**path**`, `# path:`, `` `path` ``).
-pub(crate) fn path_from(line: &str) -> Option<String> {
+/// A line naming a file, without the decorations models put before the
+/// name (`# `, `**`, `` ` ``, quotes, `File:`); what follows the name is the
+/// caller's to trim.
+pub(crate) fn undecorated(line: &str) -> &str {
     let mut t = line.trim().trim_start_matches(['#', '*', '`', ' ']);
     for prefix in ["File:", "file:", "Path:", "path:", "Filename:", "filename:"] {
         if let Some(rest) = t.strip_prefix(prefix) {
             t = rest.trim();
         }
     }
-    let t = t
-        .trim_start_matches(['#', '*', '`', '"', '\'', ' '])
-        .trim_end_matches([':', '*', '`', '"', '\'', ' ']);
+    t.trim_start_matches(['#', '*', '`', '"', '\'', ' '])
+}
+
+/// A file path as models write it above a block (`path`, `**path**`, `# path:`, `` `path` ``).
+pub(crate) fn path_from(line: &str) -> Option<String> {
+    let t = undecorated(line).trim_end_matches([':', '*', '`', '"', '\'', ' ']);
     if t.is_empty() || t.len() > 255 || t.chars().any(char::is_whitespace) || t.ends_with('.') {
         return None;
     }

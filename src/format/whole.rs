@@ -92,15 +92,7 @@ struct Fenced {
 /// (`Output:`, `Then run:`), as do spaces (a sentence). Called only where the
 /// line does not read as a path.
 fn bare_name(line: &str) -> Option<String> {
-    let mut t = line.trim().trim_start_matches(['#', '*', '`', ' ']);
-    for prefix in ["File:", "file:", "Path:", "path:", "Filename:", "filename:"] {
-        if let Some(rest) = t.strip_prefix(prefix) {
-            t = rest.trim();
-        }
-    }
-    let t = t
-        .trim_start_matches(['#', '*', '`', '"', '\'', ' '])
-        .trim_end_matches(['*', '`', '"', '\'', ' ']);
+    let t = super::search_replace::undecorated(line).trim_end_matches(['*', '`', '"', '\'', ' ']);
     let ok = !t.is_empty()
         && t.len() <= 255
         && !t.starts_with('-')
