@@ -54,8 +54,9 @@ impl Cli {
                     .version(env!("CARGO_PKG_VERSION"))
                     .about(APPLY_ABOUT),
             );
-            let matches = apply.try_get_matches_from(&args[1..])?;
-            let apply = ApplyArgs::from_arg_matches(&matches)?;
+            // Taken from the matches, not copied out of a clone of them.
+            let mut matches = apply.try_get_matches_from(&args[1..])?;
+            let apply = ApplyArgs::from_arg_matches_mut(&mut matches)?;
             return Ok(Cli {
                 command: Command::Apply(apply),
             });
