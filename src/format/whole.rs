@@ -60,7 +60,7 @@ pub struct WholeFile {
     pub source_line: usize,
     /// The path is a bare name read above the fence (`benchsuite`), not a
     /// path: the block is that file only if the root holds a file of that
-    /// name, which the plan decides ([`settle_bare_names`]).
+    /// name, which the plan decides (`whole::settle_bare_names`).
     pub bare_name: bool,
 }
 
