@@ -12,6 +12,11 @@
 #
 # Usage: benches/process_udiff.sh [runs] [diffs]   (default: 30 timed runs per
 #        tool and case, 20 real diffs)
+#        BEFORE=path/to/an/older/lancet benches/process_udiff.sh ...
+#        adds a column "before": that binary's fresh apply, timed in the same
+#        hyperfine invocation as the others (seconds apart, where two runs of
+#        this script minutes apart drift by ±10 % on a shared machine), and
+#        the ratio now/before.
 #
 # Needs cargo, git, awk and GNU patch; times with hyperfine when installed,
 # else with a bash loop. Every run starts from the pristine file (hyperfine's
@@ -33,6 +38,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/benches/timing.sh"
 runs=${1:-30}
 want=${2:-20}
+before=${BEFORE:-}
+if [[ -n $before && ! -x $before ]]; then
+    echo "process_udiff.sh: BEFORE=$before is not an executable" >&2
+    exit 2
+fi
 target=${CARGO_TARGET_DIR:-$root/target}
 
 echo "building lancet (release)..." >&2
@@ -43,6 +53,10 @@ trap 'rm -rf "$work"' EXIT
 # A private copy: a concurrent build must not swap the binary mid-run.
 cp "$target/release/lancet" "$work/lancet"
 lancet=$work/lancet
+if [[ -n $before ]]; then
+    cp "$before" "$work/before"
+    before=$work/before
+fi
 
 # ------------------------------------------------------------------ cases
 # Each case is a directory: pre (pristine file), post (expected), edit.diff,
@@ -153,10 +167,14 @@ rm -rf "$d/tree/.lancet"
 cp -a "$d/lancet-warm" "$d/tree/.lancet"
 cp "$d/pre" "$d/tree/$path"
 EOF
-    for tool in lancet patch; do
+    tools=(lancet patch)
+    [[ -z $before ]] || tools+=(before)
+    for tool in "${tools[@]}"; do
         sh "$d/restore"
         if [[ $tool == lancet ]]; then
             cmd=("$lancet" apply -p1 -C "$d/tree" "$d/edit.diff")
+        elif [[ $tool == before ]]; then
+            cmd=("$before" apply -p1 -C "$d/tree" "$d/edit.diff")
         else
             cmd=(patch -p1 -s --no-backup-if-mismatch -d "$d/tree" -i "$d/edit.diff")
         fi
@@ -203,21 +221,25 @@ time_case() {
     local l_cmd=("$lancet" apply -p1 -C "$d/tree" "$d/edit.diff")
     local c_cmd=("$lancet" apply --check -p1 -C "$d/tree" "$d/edit.diff")
     local p_cmd=(patch -p1 -s --no-backup-if-mismatch -d "$d/tree" -i "$d/edit.diff")
+    local b_cmd=("$before" apply -p1 -C "$d/tree" "$d/edit.diff")
     if command -v hyperfine >/dev/null; then
+        local extra=()
+        [[ -z $before ]] || extra=(--prepare "sh $d/restore" -n before "${b_cmd[*]}")
         # One --prepare per command, in order: the warm run's puts its journal back.
         hyperfine --shell=none --style=none --warmup 3 --runs "$runs" \
             --prepare "sh $d/restore" --prepare "sh $d/warm/restore" \
             --prepare "sh $d/restore" --prepare "sh $d/restore" \
             --export-csv "$d/times.csv" \
             -n lancet "${l_cmd[*]}" -n warm "${l_cmd[*]}" -n check "${c_cmd[*]}" \
-            -n patch "${p_cmd[*]}" \
+            -n patch "${p_cmd[*]}" "${extra[@]}" \
             >/dev/null 2>"$d/hyperfine.err"
         awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
             { m[$col["command"]] = $col["median"] * 1000 }
-            END { printf "%.3f %.3f %.3f %.3f\n", m["lancet"], m["warm"], m["check"], m["patch"] }' "$d/times.csv"
+            END { printf "%.3f %.3f %.3f %.3f %.3f\n", m["lancet"], m["warm"], m["check"], m["patch"], m["before"] }' "$d/times.csv"
     else
         echo "$(loop_median "$d" "${l_cmd[@]}") $(loop_median "$d/warm" "${l_cmd[@]}")" \
-            "$(loop_median "$d" "${c_cmd[@]}") $(loop_median "$d" "${p_cmd[@]}")"
+            "$(loop_median "$d" "${c_cmd[@]}") $(loop_median "$d" "${p_cmd[@]}")" \
+            "$([[ -z $before ]] && echo 0 || loop_median "$d" "${b_cmd[@]}")"
     fi
 }
 
@@ -269,23 +291,27 @@ echo "timer: $timer; $runs runs per tool and case; medians in ms"
 echo 'lancet: a real apply (undo journal, temp file, rename; no flush unless fsync = true), with no .lancet/ yet (fresh)'
 echo '  and with .lancet/undo holding three earlier entries (warm); --check: the same without writing;'
 echo "  steady: mean of $((runs * 2)) applies, the journal past its limit and kept (p-stdy: patch's mean)"
-printf '%-4s %-46s %6s %5s %8s %8s %8s %8s %7s %7s %7s %7s %7s\n' case "commit file" lines hunks fresh warm --check patch fresh/p warm/p steady p-stdy stdy/p
+[[ -z $before ]] || echo "  before: $before's fresh apply, timed beside the others; now/b: fresh / before"
+printf '%-4s %-46s %6s %5s %8s %8s %8s %8s %7s %7s %7s %7s %7s' case "commit file" lines hunks fresh warm --check patch fresh/p warm/p steady p-stdy stdy/p
+[[ -z $before ]] && echo || printf ' %7s %7s\n' before now/b
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { print (b > 0 ? a / b : 0) }'; }
 while read -r name label; do
     d=$work/cases/$name
-    read -r ml mw mc mp < <(time_case "$d")
+    read -r ml mw mc mp mb < <(time_case "$d")
     read -r sl sp < <(time_steady "$d")
     lines=$(wc -l <"$d/pre")
     h=$(grep -c '^@@' "$d/edit.diff" || true)
-    printf '%-4s %-46.46s %6d %5d %8.2f %8.2f %8.2f %8.2f %6.2fx %6.2fx %7.2f %7.2f %6.2fx\n' "$name" "$label" "$lines" "$h" \
+    printf '%-4s %-46.46s %6d %5d %8.2f %8.2f %8.2f %8.2f %6.2fx %6.2fx %7.2f %7.2f %6.2fx' "$name" "$label" "$lines" "$h" \
         "$ml" "$mw" "$mc" "$mp" "$(ratio "$ml" "$mp")" "$(ratio "$mw" "$mp")" "$sl" "$sp" "$(ratio "$sl" "$sp")"
-    [[ $name == big || $name == h50 ]] || echo "$ml $mw $mc $mp $sl $sp" >>"$work/real.ms"
+    [[ -z $before ]] && echo || printf ' %7.2f %6.2fx\n' "$mb" "$(ratio "$ml" "$mb")"
+    [[ $name == big || $name == h50 ]] || echo "$ml $mw $mc $mp $sl $sp $mb" >>"$work/real.ms"
 done <"$work/labels.txt"
 # The real diffs together: the median of the per-diff medians.
-awk '{ l[NR] = $1; w[NR] = $2; c[NR] = $3; p[NR] = $4; sl[NR] = $5; sp[NR] = $6 }
+awk -v before="$before" '{ l[NR] = $1; w[NR] = $2; c[NR] = $3; p[NR] = $4; sl[NR] = $5; sp[NR] = $6; b[NR] = $7 }
     function med(a, n,   i, j, t) {
         for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
         return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
     }
-    END { ml = med(l, NR); mw = med(w, NR); mc = med(c, NR); mp = med(p, NR); msl = med(sl, NR); msp = med(sp, NR)
-        printf "%-4s %-46s %6s %5s %8.2f %8.2f %8.2f %8.2f %6.2fx %6.2fx %7.2f %7.2f %6.2fx\n", "all", "median of the " NR " real diffs", "", "", ml, mw, mc, mp, ml / mp, mw / mp, msl, msp, (msp > 0 ? msl / msp : 0) }' "$work/real.ms"
+    END { ml = med(l, NR); mw = med(w, NR); mc = med(c, NR); mp = med(p, NR); msl = med(sl, NR); msp = med(sp, NR); mb = med(b, NR)
+        printf "%-4s %-46s %6s %5s %8.2f %8.2f %8.2f %8.2f %6.2fx %6.2fx %7.2f %7.2f %6.2fx", "all", "median of the " NR " real diffs", "", "", ml, mw, mc, mp, ml / mp, mw / mp, msl, msp, (msp > 0 ? msl / msp : 0)
+        if (before == "") print ""; else printf " %7.2f %6.2fx\n", mb, (mb > 0 ? ml / mb : 0) }' "$work/real.ms"
