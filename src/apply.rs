@@ -282,6 +282,10 @@ trait Files {
     /// may not be written at all (a symlink, a special file, lancet's own
     /// configuration…), else as [`read`](Files::read) gives it.
     fn read_for_write(&self, path: &str) -> Result<Option<Read>, WorkspaceError>;
+    /// Whether something other than a directory stands at `path`, found
+    /// without reading it: a regular file, or anything the later checks of
+    /// a write to it must refuse (a FIFO, a symlink out of the root…).
+    fn present(&self, path: &str) -> bool;
 }
 
 impl Files for Workspace {
@@ -291,6 +295,13 @@ impl Files for Workspace {
             hash: s.hash,
             mode: s.mode,
         }))
+    }
+
+    fn present(&self, path: &str) -> bool {
+        !matches!(
+            self.open_file(path),
+            Ok(None) | Err(WorkspaceError::IsDirectory { .. })
+        )
     }
 
     fn read(&self, path: &str) -> Result<Option<Read>, WorkspaceError> {
@@ -312,6 +323,10 @@ impl Files for OneFile<'_> {
     /// In memory nothing is on disk to refuse.
     fn read_for_write(&self, path: &str) -> Result<Option<Read>, WorkspaceError> {
         self.read(path)
+    }
+
+    fn present(&self, path: &str) -> bool {
+        same_path(path, self.path)
     }
 
     fn read(&self, path: &str) -> Result<Option<Read>, WorkspaceError> {
@@ -416,13 +431,9 @@ fn plan_in(
     let mut touched: Vec<String> = Vec::new();
     // A whole-file block under a bare name (`benchsuite`) is that file where
     // the root holds one (anything there but a directory: the file's checks
-    // then speak); else it is dropped, with a note.
-    let settled = crate::format::whole::settle_bare_names(patch, |name| {
-        !matches!(
-            files_in.read(name),
-            Ok(None) | Err(WorkspaceError::IsDirectory { .. })
-        )
-    });
+    // then speak); else it is dropped, with a note. Looked at, not read: the
+    // plan reads it once, below.
+    let settled = crate::format::whole::settle_bare_names(patch, |name| files_in.present(name));
     let patch = settled.as_ref().unwrap_or(patch);
     let works = group(patch, default_path);
     // Files the patch deletes: a file it creates with their content is a
