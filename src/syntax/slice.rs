@@ -9,7 +9,10 @@
 //! of whole top-level items (parsed as they are), a run of Python statements
 //! at one indentation (parsed under
 //! `def __lancet_probe():`, their bytes untouched: a wrapper no clause can
-//! continue, so an `else` cut from its `if` is an error there too). Does not
+//! continue, so an `else` cut from its `if` is an error there too; it may
+//! start at the change itself when the code above it ends a block's header,
+//! as for a docstring or a block's new first statement), a run of Python
+//! top-level statements (parsed as they are). Does not
 //! parse (the caller does: the new slice, and for Python the old one too). Invariant: every
 //! boundary is a line outside any string or comment, at the same bracket
 //! depth in the old and the new file (from [`super::lex`]), between
@@ -38,6 +41,10 @@ pub(super) enum Wrapper {
     /// Rust arms of a `match`, inside `fn __lancet_probe() { match () {` …
     /// `} }` (tree-sitter's `match_block`).
     Arms,
+    /// Python top-level statements, parsed as they are (a file of their
+    /// own); like [`Wrapper::Indented`], guessed from lines, so the old
+    /// slice is parsed too.
+    Module,
 }
 
 impl Wrapper {
@@ -49,7 +56,7 @@ impl Wrapper {
             Wrapper::Items => ("mod __lancet_probe {\n", "}\n"),
             Wrapper::Arms => ("fn __lancet_probe() { match () {\n", "} }\n"),
             Wrapper::Indented => ("def __lancet_probe():\n", ""),
-            Wrapper::Bare => return slice.to_owned(),
+            Wrapper::Bare | Wrapper::Module => return slice.to_owned(),
         };
         let eol = if slice.is_empty() || slice.ends_with('\n') {
             ""
@@ -75,13 +82,13 @@ impl Wrapper {
     /// is a `source_file`. Python's indentation and clauses are guessed from
     /// lines: its slices are still checked by parsing the old one.
     pub(super) fn proven(self) -> bool {
-        self != Wrapper::Indented
+        !matches!(self, Wrapper::Indented | Wrapper::Module)
     }
 
     /// How many lines the wrapper puts above the slice.
     pub(super) fn lines_above(self) -> usize {
         match self {
-            Wrapper::Bare => 0,
+            Wrapper::Bare | Wrapper::Module => 0,
             _ => 1,
         }
     }
@@ -549,11 +556,11 @@ fn indented(lx: &[LineLex], doc: &Document, range: Range<usize>, by: &str) -> bo
 }
 
 /// Python: the runs of statements around `run` at each indentation that
-/// encloses it, innermost first; the top level is left to the caller.
+/// encloses it, innermost first, the top level last ([`python_top`]).
 pub(super) fn python(s: &Sides<'_>, run: &DiffRun) -> Vec<Slice> {
     let (ol, nl) = (&s.old, &s.new);
-    let (a, b) = (run.old.start, run.old.end);
-    let mut out: Vec<Slice> = Vec::new();
+    let a = run.old.start;
+    let mut out: Vec<Slice> = block_head(s, run).into_iter().collect();
     // The shallowest indentation between a candidate start and the change.
     let mut floor = usize::MAX;
     for st in (0..a).rev() {
@@ -577,46 +584,134 @@ pub(super) fn python(s: &Sides<'_>, run: &DiffRun) -> Vec<Slice> {
         if !logical(nl, s.after, sn) || decorated(ol, s.before, st) || decorated(nl, s.after, sn) {
             continue;
         }
-        // The end: the first unchanged logical line after the change at
-        // this indentation or less.
-        let mut end = None;
-        for e in b..=s.before.line_count() {
-            if e < s.before.line_count() && !logical(ol, s.before, e) {
-                continue;
-            }
-            let at = if e < s.before.line_count() {
-                indent(s.before.line(e))
-            } else {
-                ""
-            };
-            if at.len() > width && at.starts_with(by) {
-                continue;
-            }
-            let Some(en) = s.to_new(e) else {
-                continue;
-            };
-            let ok = by.starts_with(at)
-                && !(at == by && clause(s.before.line(e)))
-                && (en == s.after.line_count() || logical(nl, s.after, en));
-            end = ok.then_some((e, en));
-            break;
+        out.extend(statements(s, st, sn, run.old.end, by));
+    }
+    out.extend(python_top(s, run));
+    out
+}
+
+/// Python: the statements at indentation `by` from old line `st` (new line
+/// `sn`), a statement start in both files, to the first unchanged logical
+/// line at or after old line `from` at this indentation or less, if both
+/// sides hold a statement and every line is indented at least `by`.
+fn statements(s: &Sides<'_>, st: usize, sn: usize, from: usize, by: &str) -> Option<Slice> {
+    let (ol, nl) = (&s.old, &s.new);
+    let has_code = |lx: &[LineLex], doc: &Document, r: Range<usize>| {
+        r.into_iter().any(|i| logical(lx, doc, i))
+    };
+    for e in from..=s.before.line_count() {
+        if e < s.before.line_count() && !logical(ol, s.before, e) {
+            continue;
         }
-        let Some((e, en)) = end else {
+        let at = if e < s.before.line_count() {
+            indent(s.before.line(e))
+        } else {
+            ""
+        };
+        if at.len() > by.len() && at.starts_with(by) {
+            continue;
+        }
+        let Some(en) = s.to_new(e) else {
             continue;
         };
-        if indented(ol, s.before, st..e, by)
+        let ok = by.starts_with(at)
+            && !(at == by && clause(s.before.line(e)))
+            && (en == s.after.line_count() || logical(nl, s.after, en));
+        if !ok {
+            return None;
+        }
+        // A run of statements that would be empty on a side, or cut a
+        // decorator from what it decorates, goes on past the next statement
+        // at its indentation.
+        if !has_code(ol, s.before, st..e)
+            || !has_code(nl, s.after, sn..en)
+            || decorated(ol, s.before, e)
+            || decorated(nl, s.after, en)
+        {
+            if at == by {
+                continue;
+            }
+            return None;
+        }
+        return (indented(ol, s.before, st..e, by)
             && indented(nl, s.after, sn..en, by)
             && clauses_attach(ol, s.before, st..e)
-            && clauses_attach(nl, s.after, sn..en)
-        {
-            out.push(Slice {
-                old: st..e,
-                new: sn..en,
-                wrapper: Wrapper::Indented,
-            });
-        }
+            && clauses_attach(nl, s.after, sn..en))
+        .then_some(Slice {
+            old: st..e,
+            new: sn..en,
+            wrapper: Wrapper::Indented,
+        });
     }
-    out
+    None
+}
+
+/// Python: the statements of the block `run` starts in, from the change
+/// itself, when the code before it ends a block's header (a `:` at bracket
+/// depth 0, on a line less indented) and the first statement at or after it
+/// is indented alike in both files, deeper than the header, and no clause: a
+/// change to a class's or function's docstring, or one that adds a block's
+/// first statement, has no statement of its own block above it to start from.
+fn block_head(s: &Sides<'_>, run: &DiffRun) -> Option<Slice> {
+    let (ol, nl) = (&s.old, &s.new);
+    let (a, an) = (run.old.start, run.new.start);
+    // The text before the change is the same in both files, so is the
+    // lexical state at its start.
+    if a == 0 || s.to_new(a - 1) != Some(an.checked_sub(1)?) {
+        return None;
+    }
+    if prev_code(ol, a, 0) != b':' || !ol[a].code || ol[a].cont || ol[a].depth != 0 {
+        return None;
+    }
+    let header = (0..a).rev().find(|&j| logical(ol, s.before, j))?;
+    let outer = indent(s.before.line(header));
+    let first_old = (a..s.before.line_count()).find(|&i| logical(ol, s.before, i))?;
+    let first_new = (an..s.after.line_count()).find(|&i| logical(nl, s.after, i))?;
+    let by = indent(s.before.line(first_old));
+    let fits = by == indent(s.after.line(first_new))
+        && by.len() > outer.len()
+        && by.starts_with(outer)
+        && !clause(s.before.line(first_old))
+        && !clause(s.after.line(first_new));
+    fits.then(|| statements(s, a, an, run.old.end, by))?
+}
+
+/// Python: the top-level statements around `run`, from the last top-level
+/// statement that starts above it (the file's start if none) to the first
+/// that starts below it (the file's end if none). A start is a logical line
+/// at column 0 that no clause (`else:`, …) continues and no decorator
+/// precedes, unchanged and such a line in both files. Lines inside strings
+/// are never boundaries, so a change inside a module docstring gets the
+/// docstring's statement, not the whole file.
+fn python_top(s: &Sides<'_>, run: &DiffRun) -> Option<Slice> {
+    let (ol, nl) = (&s.old, &s.new);
+    let (before, after) = (s.before, s.after);
+    // Old line `i` as a boundary: its new line, if it is one in both files.
+    let boundary = |i: usize| {
+        if i == before.line_count() {
+            return Some(after.line_count());
+        }
+        let line = before.line(i);
+        if !logical(ol, before, i)
+            || !indent(line).is_empty()
+            || clause(line)
+            || decorated(ol, before, i)
+        {
+            return None;
+        }
+        let n = s.to_new(i)?;
+        (logical(nl, after, n) && !decorated(nl, after, n)).then_some(n)
+    };
+    let (st, sn) = (0..run.old.start)
+        .rev()
+        .find_map(|i| Some((i, boundary(i)?)))
+        .unwrap_or((0, 0));
+    let (e, en) = (run.old.end..=before.line_count()).find_map(|i| Some((i, boundary(i)?)))?;
+    (clauses_attach(ol, before, st..e) && clauses_attach(nl, after, sn..en)).then_some(Slice {
+        old: st..e,
+        new: sn..en,
+        wrapper: Wrapper::Module,
+    })
 }
 
 /// The indentation width of a slice's first line.
