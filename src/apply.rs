@@ -1283,7 +1283,7 @@ fn add_resolution(b: &mut TextEditBuilder, res: &Resolution, origin: usize) {
         return;
     }
     for p in &res.pieces {
-        b.replace(p.range.clone(), p.lines.clone(), origin);
+        b.replace_ending(p.range.clone(), p.lines.clone(), p.eols.clone(), origin);
     }
     if let Some(w) = res.final_newline {
         b.set_final_newline(w, origin);

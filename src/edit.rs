@@ -9,7 +9,8 @@
 //!
 //! Owns: ordering and the disjointness check. Does not own: where a
 //! replacement goes (the matcher and the formats decide) or line endings (the
-//! [`Document`] decides).
+//! [`Document`] decides, unless a replacement states them: a unified diff
+//! made from the very file).
 
 use std::ops::Range;
 
@@ -21,7 +22,7 @@ impl Document {
         self.rewrite(
             edit.replacements
                 .iter()
-                .map(|r| (r.range.clone(), r.lines.as_slice())),
+                .map(|r| (r.range.clone(), r.lines.as_slice(), r.eols.as_deref())),
             edit.final_newline,
             edit.default_eol,
             edit.inserted_len(),
@@ -34,6 +35,7 @@ impl Document {
 pub struct Replacement {
     range: Range<usize>,
     lines: Vec<String>,
+    eols: Option<Vec<Eol>>,
     origin: usize,
 }
 
@@ -46,6 +48,13 @@ impl Replacement {
     /// The new lines, without line endings.
     pub fn lines(&self) -> &[String] {
         &self.lines
+    }
+
+    /// The endings the edit states for [`lines`](Self::lines), one each,
+    /// taken as they are; `None`: each new line takes the ending of the line
+    /// it replaces, else of its neighbours, else the file's usual one.
+    pub fn eols(&self) -> Option<&[Eol]> {
+        self.eols.as_deref()
     }
 
     /// Index of the edit (in the input) this replacement came from.
@@ -122,9 +131,23 @@ impl TextEditBuilder {
 
     /// Replaces original lines `range` with `lines`, on behalf of edit `origin`.
     pub fn replace(&mut self, range: Range<usize>, lines: Vec<String>, origin: usize) -> &mut Self {
+        self.replace_ending(range, lines, None, origin)
+    }
+
+    /// [`replace`](Self::replace), with the endings of `lines` stated (one
+    /// each; `None` as in `replace`).
+    pub fn replace_ending(
+        &mut self,
+        range: Range<usize>,
+        lines: Vec<String>,
+        eols: Option<Vec<Eol>>,
+        origin: usize,
+    ) -> &mut Self {
+        let eols = eols.filter(|e| e.len() == lines.len());
         self.replacements.push(Replacement {
             range,
             lines,
+            eols,
             origin,
         });
         self

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 
 use crate::matcher::{Match, TAB_WIDTHS, indent_width, split_indent};
-use crate::text::Document;
+use crate::text::{Document, Eol};
 
 /// One step of a change over a needle.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -515,6 +515,10 @@ pub struct Piece {
     pub range: Range<usize>,
     /// The lines that replace them.
     pub lines: Vec<String>,
+    /// The endings the edit itself states for `lines`, taken as they are
+    /// (see [`state_endings`]); `None`: each takes the ending of the line it
+    /// replaces, as `Document::apply` chooses.
+    pub eols: Option<Vec<Eol>>,
 }
 
 impl Piece {
@@ -527,6 +531,28 @@ impl Piece {
                 .clone()
                 .zip(&self.lines)
                 .any(|(i, l)| doc.line(i) != l)
+            || self.eols.as_ref().is_some_and(|eols| {
+                // A last line without an ending gets one only through the
+                // final-newline state.
+                self.range
+                    .clone()
+                    .zip(eols)
+                    .any(|(i, e)| ![*e, Eol::None].contains(&doc.eol(i)))
+            })
+    }
+}
+
+/// Gives `pieces` (from [`splice`], in order) the endings `eols`, one per
+/// line they add, in order; nothing when the counts differ.
+pub(crate) fn state_endings(pieces: &mut [Piece], eols: &[Eol]) {
+    if pieces.iter().map(|p| p.lines.len()).sum::<usize>() != eols.len() {
+        return;
+    }
+    let mut rest = eols;
+    for p in pieces {
+        let (mine, after) = rest.split_at(p.lines.len());
+        p.eols = Some(mine.to_vec());
+        rest = after;
     }
 }
 
@@ -558,6 +584,7 @@ pub fn splice<S: AsRef<str>>(doc: &Document, needle: &[S], m: &Match, ops: &[Op]
             pieces.push(Piece {
                 range: cursor..upto,
                 lines: std::mem::take(pending),
+                eols: None,
             });
         }
     };

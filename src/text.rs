@@ -517,7 +517,7 @@ impl Document {
     /// disjoint; `inserted` sizes the buffer. Untouched lines keep their bytes.
     pub(crate) fn rewrite<'a>(
         &self,
-        replacements: impl IntoIterator<Item = (Range<usize>, &'a [String])>,
+        replacements: impl IntoIterator<Item = (Range<usize>, &'a [String], Option<&'a [Eol]>)>,
         final_newline_wanted: Option<bool>,
         default_eol: Option<Eol>,
         inserted: usize,
@@ -539,12 +539,15 @@ impl Document {
         // removed by its kind, so a line whose content ends in a lone `\r`
         // keeps it (`three\r` + `\n` is not `three` + `\r\n`).
         let mut tail = None;
-        for (range, lines) in replacements {
+        for (range, lines, stated) in replacements {
             if cursor < range.start {
                 tail = Some(self.eol(range.start - 1));
             }
             self.append_lines(&mut out, &mut table, cursor..range.start);
-            let eols = self.endings_for(range.clone(), lines.len(), &dominant);
+            let eols = match stated {
+                Some(stated) if stated.len() == lines.len() => stated.to_vec(),
+                _ => self.endings_for(range.clone(), lines.len(), &dominant),
+            };
             // An insertion after a last line that lacks an ending gives it one.
             if range.start == n
                 && range.is_empty()

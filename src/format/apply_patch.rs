@@ -642,6 +642,7 @@ fn resolve_chunk(
         r.pieces = vec![Piece {
             range: at..at,
             lines: new,
+            eols: None,
         }];
         r.lines = Some(at..at);
         r.tier = last_anchor.map(|_| Tier::Exact);

@@ -1097,6 +1097,7 @@ fn resolve_anchor_edit(
         vec![Piece {
             range: range.clone(),
             lines: lines.clone(),
+            eols: None,
         }]
     } else {
         splice::splice(doc, &old, &m, &splice::ops_from_diff(&old, &lines))

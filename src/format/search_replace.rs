@@ -943,6 +943,7 @@ fn create(lines: &[String]) -> Resolution {
     r.pieces = vec![Piece {
         range: 0..0,
         lines: lines.to_vec(),
+        eols: None,
     }];
     r.lines = Some(0..0);
     r

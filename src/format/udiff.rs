@@ -34,7 +34,7 @@ use super::{Action, EditOp, FileChange, FormatDef, FormatEdit, Patch, Resolution
 use crate::matcher::{self, Candidate, Match, MatchError, MatchOptions, Tier};
 use crate::report::{EditError, EditKind, EditStatus, ParseError, Warning};
 use crate::splice::{self, Op};
-use crate::text::Document;
+use crate::text::{Document, Eol};
 
 /// The unified diff format's definition.
 pub(crate) static DEF: FormatDef = FormatDef {
@@ -80,6 +80,9 @@ pub struct Hunk {
     pub source_line: usize,
     /// The diff's own lines ended in `\r\n` (it was made from a CRLF file).
     pub crlf: bool,
+    /// For each line of the body, whether the diff ended it in `\r\n`
+    /// (empty for a hunk not read from text).
+    pub crlf_lines: Vec<bool>,
 }
 
 impl Hunk {
@@ -123,7 +126,52 @@ impl Hunk {
             new_missing_newline: self.old_missing_newline,
             source_line: self.source_line,
             crlf: self.crlf,
+            crlf_lines: self.crlf_lines.clone(),
         }
+    }
+
+    /// The endings the diff gives its `+` lines, in order, when it was made
+    /// from this very file: `m` matched the whole old side word for word,
+    /// line for line, and every old line ends in the diff as the file line
+    /// it matched does (a last line without an ending matches either). Such
+    /// a diff states its new lines' endings as `git apply` and `patch` read
+    /// them: a commit that turns a file's LF into CRLF, or one line of a
+    /// mixed file, is applied as made. Any other diff's `+` lines take the
+    /// file's endings (unified-diff.md §5.2); an empty file has none, so
+    /// its new lines end as the diff ends them.
+    fn literal_endings(&self, doc: &Document, m: &Match) -> Option<Vec<Eol>> {
+        let identity = m
+            .alignment
+            .iter()
+            .enumerate()
+            .all(|(i, d)| *d == Some(m.range.start + i));
+        if m.tier != Tier::Exact || !identity || m.alignment.len() != m.range.len() {
+            return None;
+        }
+        self.literal_endings_at(doc, m.range.clone())
+    }
+
+    /// [`literal_endings`](Self::literal_endings) with the old side at
+    /// file lines `range`, line for line.
+    fn literal_endings_at(&self, doc: &Document, range: Range<usize>) -> Option<Vec<Eol>> {
+        if self.crlf_lines.len() != self.lines.len() {
+            return None;
+        }
+        let mut at = range.start;
+        let mut out = Vec::new();
+        for (line, &cr) in self.lines.iter().zip(&self.crlf_lines) {
+            let stated = if cr { Eol::CrLf } else { Eol::Lf };
+            match line {
+                HunkLine::Add(_) => out.push(stated),
+                HunkLine::Context(_) | HunkLine::Remove(_) => {
+                    if at >= range.end || ![stated, Eol::None].contains(&doc.eol(at)) {
+                        return None;
+                    }
+                    at += 1;
+                }
+            }
+        }
+        (at == range.end).then_some(out)
     }
 
     /// How many context lines open the hunk, and how many close it.
@@ -514,6 +562,7 @@ fn parse_text(input: &str, opts: DiffOptions) -> Result<Patch, ParseError> {
                 new_missing_newline: false,
                 source_line: i + 1,
                 crlf: false,
+                crlf_lines: Vec::new(),
             };
             let (mut hunk, next) = read_body(&lines, i + 1, &header, fence);
             // A hunk interrupted by a line that is none of ` `, `-`, `+` (a context
@@ -539,6 +588,14 @@ fn parse_text(input: &str, opts: DiffOptions) -> Result<Patch, ParseError> {
             }
             let body = &raw[i + 1..next];
             hunk.crlf = body.iter().filter(|l| l.ends_with('\r')).count() * 2 > body.len();
+            // The body's lines as `body` read them: every one but the
+            // `\ No newline` markers, from the first on.
+            hunk.crlf_lines = body
+                .iter()
+                .filter(|l| !l.starts_with('\\'))
+                .take(hunk.lines.len())
+                .map(|l| l.ends_with('\r'))
+                .collect();
             if hunk.lines.is_empty() {
                 return Err(ParseError::EmptyHunk { line: i + 1 });
             }
@@ -923,9 +980,13 @@ fn resolve_hunk(
         {
             let mut r = Resolution::status(EditStatus::Applied);
             r.eol = h.crlf.then_some(crate::text::Eol::CrLf);
+            // An empty file (or a new one) has no endings of its own to
+            // give: the lines end as the diff ends them.
+            let eols = (n == 0).then(|| h.literal_endings_at(doc, 0..0)).flatten();
             r.pieces = vec![splice::Piece {
                 range: at..at,
                 lines: new,
+                eols,
             }];
             r.lines = Some(at..at);
             r.final_newline = final_newline.filter(|_| at == n);
@@ -949,7 +1010,10 @@ fn resolve_hunk(
                  ops: &[Op],
                  lead: usize|
      -> Resolution {
-        let pieces = splice::splice(doc, needle, &m, ops);
+        let mut pieces = splice::splice(doc, needle, &m, ops);
+        if let Some(eols) = h.literal_endings(doc, &m) {
+            splice::state_endings(&mut pieces, &eols);
+        }
         let touches_end = m.range.end == doc.line_count();
         let mut r = Resolution::status(EditStatus::Applied);
         r.final_newline = final_newline.filter(|_| touches_end);

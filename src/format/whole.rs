@@ -347,6 +347,7 @@ fn resolve_whole(w: &WholeFile, doc: &Document) -> Result<Resolution, EditError>
         vec![Piece {
             range: 0..0,
             lines: w.lines.clone(),
+            eols: None,
         }]
     } else {
         let m = Match::at(range.clone(), Tier::Exact);

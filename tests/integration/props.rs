@@ -277,6 +277,34 @@ proptest! {
         prop_assert_eq!(got.text(), a.as_str(), "diff:\n{}", diff);
     }
 
+    /// A diff made from the file itself, each line ending as it does there
+    /// (as git writes one), is applied as made in a file of mixed endings:
+    /// a line whose ending the diff changes, or a line it adds, ends as in
+    /// the post-image (unified-diff.md §5.2).
+    #[test]
+    fn udiff_made_from_a_mixed_file_gives_its_post_image(
+        before in arb_lines(20),
+        after in arb_lines(20),
+        crs_before in prop::collection::vec(any::<bool>(), 20),
+        crs_after in prop::collection::vec(any::<bool>(), 20),
+    ) {
+        let mixed = |lines: &[String], crs: &[bool]| -> String {
+            lines
+                .iter()
+                .zip(crs)
+                .map(|(l, &cr)| format!("{l}{}", if cr { "\r\n" } else { "\n" }))
+                .collect()
+        };
+        let b = mixed(&before, &crs_before);
+        let a = mixed(&after, &crs_after);
+        prop_assume!(b != a);
+        let diff = render_unified(Some("f.txt"), Some("f.txt"), &b, &a, 3);
+        let got = apply_in(Format::UnifiedDiff, &Document::from_text(&b), &diff);
+        prop_assert!(got.is_some(), "diff failed to apply:\n{}", diff);
+        let got = got.unwrap();
+        prop_assert_eq!(got.text(), a.as_str(), "diff:\n{:?}", diff);
+    }
+
     /// Stale line numbers: unrelated lines inserted above the changes do not
     /// stop a diff from landing where its text is (or, when the text is not
     /// unique, from being refused) — it never lands somewhere wrong.
