@@ -1637,6 +1637,48 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+        /// The fast path says "clean" only when the whole files agree, on a
+        /// Python module of docstrings, decorated methods, nested blocks and
+        /// clauses, where slices start at a change (a block's first
+        /// statement, a sibling's) or at the top level.
+        #[test]
+        fn the_fast_path_agrees_on_python_blocks(
+            edits in proptest::collection::vec((0usize..40, 0usize..24, proptest::bool::ANY), 1..4),
+        ) {
+            fast_agrees("a.py", PY_BLOCKS, PY_BLOCKS_POOL, &edits)?;
+        }
+    }
+
+    const PY_BLOCKS: &str = "\"\"\"Module.\n\nUsage: run\n\"\"\"\n\nimport os\n\n\nclass A:\n    \"\"\"Doc.\"\"\"\n\n    x = 1\n\n    @property\n    def a(self):\n        \"\"\"Get.\"\"\"\n        try:\n            return self.x\n        except KeyError:\n            pass\n        return None\n\n    def b(self, y):\n        if y:\n            return [\n                y,\n            ]\n        else:\n            return y\n\n\n@dec\ndef f():\n    return 1\n\n\nX = f()\n";
+    const PY_BLOCKS_POOL: &[&str] = &[
+        "",
+        "X = 2",
+        "    y = 2",
+        "        z = 3",
+        "            w = 4",
+        "def g():",
+        "    def h(self):",
+        "        \"\"\"Doc.\"\"\"",
+        "    \"\"\"",
+        "\"\"\"",
+        "        return (1",
+        "    )",
+        "else:",
+        "        else:",
+        "    elif x:",
+        "        except ValueError:",
+        "        try:",
+        "@dec",
+        "    @dec",
+        "]",
+        "class C:",
+        "    pass",
+        "        pass",
+        "# note",
+    ];
+
     /// An edit inside a method: a breakage there is found, and a clean one
     /// passes.
     #[test]
@@ -1789,15 +1831,20 @@ mod tests {
         };
         // In the docstring: the docstring, from its first line to `import`.
         assert_eq!(edit("run it\n", "run it twice\n"), Some(vec![(1..7, 1..7)]));
-        // A statement inserted at the top level: from the one above to the
-        // next (the decorator, not the `def` it decorates).
+        // A statement inserted at the top level: from itself to the next
+        // (the decorator, not the `def` it decorates).
         assert_eq!(
             edit("X = 1\n", "X = 1\nY = 2\n"),
-            Some(vec![(9..12, 9..13)])
+            Some(vec![(10..12, 10..13)])
         );
-        // The `if` of an `if`/`else` at the end: from the decorated `def`
-        // above to the end (the `else:` is no boundary).
-        assert_eq!(edit("if X:", "if not X:"), Some(vec![(12..21, 12..21)]));
+        // A decorated `def` changed: from its decorator.
+        assert_eq!(
+            edit("def f():", "def f(y=1):"),
+            Some(vec![(12..17, 12..17)])
+        );
+        // The `if` of an `if`/`else` at the end: from itself to the end
+        // (the `else:` is no boundary).
+        assert_eq!(edit("if X:", "if not X:"), Some(vec![(17..21, 17..21)]));
         // Inside the `else:` body: that body, from the change, whose code
         // above ends a block's header.
         assert_eq!(
@@ -1855,6 +1902,12 @@ mod tests {
         assert_eq!(edit("x):\n", "x):\n                z = 0\n"), None);
         assert_eq!(edit("return y", "return -y"), Some(vec![(5..6, 5..6)]));
         assert_eq!(edit("return 2", "return 3"), Some(vec![(9..10, 9..10)]));
+        // A method's signature, after the end of a sibling's body: from
+        // itself, not from the sibling.
+        assert_eq!(
+            edit("def n(self):", "def n(self, k):"),
+            Some(vec![(8..10, 8..10)])
+        );
         // Dedenting out of the method is not a statement at its level.
         assert_eq!(edit("            return 0", "return 0"), None);
     }

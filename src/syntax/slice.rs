@@ -9,14 +9,15 @@
 //! of whole top-level items (parsed as they are), a run of Python statements
 //! at one indentation (parsed under
 //! `def __lancet_probe():`, their bytes untouched: a wrapper no clause can
-//! continue, so an `else` cut from its `if` is an error there too; it may
-//! start at the change itself when the code above it ends a block's header,
-//! as for a docstring or a block's new first statement), a run of Python
-//! top-level statements (parsed as they are). Does not
-//! parse (the caller does: the new slice, and for Python the old one too). Invariant: every
-//! boundary is a line outside any string or comment, at the same bracket
-//! depth in the old and the new file (from [`super::lex`]), between
-//! unchanged lines, and a statement or item boundary in both; a region the
+//! continue, so an `else` cut from its `if` is an error there too), a run of
+//! Python top-level statements (parsed as they are); a Python run may start
+//! at the change itself when the change starts a statement in both files
+//! (a docstring, a block's new first statement, a changed signature). Does
+//! not parse (the caller does: the new slice, and for Python the old one
+//! too). Invariant: every boundary is a line outside any string or comment,
+//! at the same bracket depth in the old and the new file (from
+//! [`super::lex`]), with the same text before it in both files (an end is an
+//! unchanged line), and a statement or item boundary in both; a region the
 //! rules cannot place is simply not offered.
 
 use std::ops::Range;
@@ -560,7 +561,12 @@ fn indented(lx: &[LineLex], doc: &Document, range: Range<usize>, by: &str) -> bo
 pub(super) fn python(s: &Sides<'_>, run: &DiffRun) -> Vec<Slice> {
     let (ol, nl) = (&s.old, &s.new);
     let a = run.old.start;
-    let mut out: Vec<Slice> = block_head(s, run).into_iter().collect();
+    let mut out: Vec<Slice> = match from_change(s, run) {
+        Some((st, sn, by)) if !by.is_empty() => {
+            statements(s, st, sn, run.old.end, by).into_iter().collect()
+        }
+        _ => Vec::new(),
+    };
     // The shallowest indentation between a candidate start and the change.
     let mut floor = usize::MAX;
     for st in (0..a).rev() {
@@ -646,38 +652,48 @@ fn statements(s: &Sides<'_>, st: usize, sn: usize, from: usize, by: &str) -> Opt
     None
 }
 
-/// Python: the statements of the block `run` starts in, from the change
-/// itself, when the code before it ends a block's header (a `:` at bracket
-/// depth 0, on a line less indented) and the first statement at or after it
-/// is indented alike in both files, deeper than the header, and no clause: a
-/// change to a class's or function's docstring, or one that adds a block's
-/// first statement, has no statement of its own block above it to start from.
-fn block_head(s: &Sides<'_>, run: &DiffRun) -> Option<Slice> {
+/// Python: where a slice may start at the change itself: its old and new
+/// first lines and the indentation of the statement it starts with, when
+/// the text before it is the same in both files and ends a statement (the
+/// change starts in code, on no continued line), and the first statement at
+/// or after it is indented alike in both files, no clause and not
+/// decorated, and either the statement before it is as deep or deeper (a
+/// sibling, or a sibling's body) or the code before it ends a less indented
+/// block's header (a `:`, as before a docstring or a block's new first
+/// statement). Its indentation is then a level the lines before it opened,
+/// in both files alike: whatever error it makes is one both files have.
+fn from_change<'s>(s: &Sides<'s>, run: &DiffRun) -> Option<(usize, usize, &'s str)> {
     let (ol, nl) = (&s.old, &s.new);
     let (a, an) = (run.old.start, run.new.start);
-    // The text before the change is the same in both files, so is the
-    // lexical state at its start.
-    if a == 0 || s.to_new(a - 1) != Some(an.checked_sub(1)?) {
+    if s.start_to_new(a) != Some(an) || !ol[a].code || ol[a].cont {
         return None;
     }
-    if prev_code(ol, a, 0) != b':' || !ol[a].code || ol[a].cont || ol[a].depth != 0 {
-        return None;
-    }
-    let header = (0..a).rev().find(|&j| logical(ol, s.before, j))?;
-    let outer = indent(s.before.line(header));
     let first_old = (a..s.before.line_count()).find(|&i| logical(ol, s.before, i))?;
     let first_new = (an..s.after.line_count()).find(|&i| logical(nl, s.after, i))?;
     let by = indent(s.before.line(first_old));
-    let fits = by == indent(s.after.line(first_new))
-        && by.len() > outer.len()
-        && by.starts_with(outer)
-        && !clause(s.before.line(first_old))
-        && !clause(s.after.line(first_new));
-    fits.then(|| statements(s, a, an, run.old.end, by))?
+    let starts = |lx: &[LineLex], doc: &Document, i: usize| {
+        indent(doc.line(i)) == by && !clause(doc.line(i)) && !decorated(lx, doc, i)
+    };
+    if !starts(ol, s.before, first_old) || !starts(nl, s.after, first_new) {
+        return None;
+    }
+    let fits = match (0..a).rev().find(|&j| logical(ol, s.before, j)) {
+        None => by.is_empty(),
+        Some(p) => {
+            let above = indent(s.before.line(p));
+            if prev_code(ol, a, 0) == b':' {
+                by.len() > above.len() && by.starts_with(above)
+            } else {
+                above.starts_with(by)
+            }
+        }
+    };
+    fits.then_some((a, an, by))
 }
 
-/// Python: the top-level statements around `run`, from the last top-level
-/// statement that starts above it (the file's start if none) to the first
+/// Python: the top-level statements around `run`, from the change itself
+/// when it starts one ([`from_change`]), else from the last top-level
+/// statement that starts above it (the file's start if none), to the first
 /// that starts below it (the file's end if none). A start is a logical line
 /// at column 0 that no clause (`else:`, …) continues and no decorator
 /// precedes, unchanged and such a line in both files. Lines inside strings
@@ -702,10 +718,13 @@ fn python_top(s: &Sides<'_>, run: &DiffRun) -> Option<Slice> {
         let n = s.to_new(i)?;
         (logical(nl, after, n) && !decorated(nl, after, n)).then_some(n)
     };
-    let (st, sn) = (0..run.old.start)
-        .rev()
-        .find_map(|i| Some((i, boundary(i)?)))
-        .unwrap_or((0, 0));
+    let (st, sn) = match from_change(s, run) {
+        Some((st, sn, "")) => (st, sn),
+        _ => (0..run.old.start)
+            .rev()
+            .find_map(|i| Some((i, boundary(i)?)))
+            .unwrap_or((0, 0)),
+    };
     let (e, en) = (run.old.end..=before.line_count()).find_map(|i| Some((i, boundary(i)?)))?;
     (clauses_attach(ol, before, st..e) && clauses_attach(nl, after, sn..en)).then_some(Slice {
         old: st..e,
@@ -716,5 +735,11 @@ fn python_top(s: &Sides<'_>, run: &DiffRun) -> Option<Slice> {
 
 /// The indentation width of a slice's first line.
 fn p_width(s: &Sides<'_>, p: &Slice) -> usize {
-    indent(s.before.line(p.old.start)).len()
+    // (A slice that starts at a change may start on blank lines.)
+    let first = p
+        .old
+        .clone()
+        .find(|&i| logical(&s.old, s.before, i))
+        .unwrap_or(p.old.start);
+    indent(s.before.line(first)).len()
 }
