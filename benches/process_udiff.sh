@@ -29,8 +29,10 @@
 # already holding three entries of earlier applies of the same diff, as
 # every later apply finds it. And "steady": the mean of applies in one tree
 # whose journal is past its limit of twenty entries and kept from run to run,
-# so that pruning (ten old entries deleted on every tenth apply) is paid as a
-# project used for a while pays it; patch's mean beside it ("p-stdy").
+# so that what a full journal costs (the oldest entry recycled on every apply;
+# pruning, ten old entries deleted on every tenth apply, where an entry cannot
+# be recycled or with an older lancet) is paid as a project used for a while
+# pays it; patch's mean beside it ("p-stdy").
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -246,9 +248,10 @@ time_case() {
 # Prints "mean_ms_lancet mean_ms_patch" of consecutive applies of case $1's
 # diff in one tree whose `.lancet/` is kept from run to run (only the file is
 # put back before each), after 26 untimed applies have filled the undo
-# journal past its twenty entries: pruning is then paid as in a project used
-# for a while (ten old entries deleted every tenth apply), so the mean, not
-# the median, is the figure.
+# journal past its twenty entries: a full journal's cost is then paid as in
+# a project used for a while (the oldest entry recycled by every apply; with
+# an older lancet, ten old entries deleted every tenth apply), so the mean,
+# not the median, is the figure.
 time_steady() {
     local d=$1 i
     local l_cmd=("$lancet" apply -p1 -C "$d/tree" "$d/edit.diff")

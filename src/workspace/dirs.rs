@@ -346,6 +346,47 @@ mod unix {
             Ok(())
         }
 
+        /// Renames `from` in this directory to `to` in `dest`, never over
+        /// anything already there (`renameat2` with `RENAME_NOREPLACE`);
+        /// `Unsupported` where the system or the file system has no such rename.
+        pub(crate) fn rename_noreplace(
+            &self,
+            from: &OsStr,
+            dest: &Dir,
+            to: &OsStr,
+        ) -> io::Result<()> {
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            {
+                match rfs::renameat_with(&self.fd, from, &dest.fd, to, rfs::RenameFlags::NOREPLACE)
+                {
+                    Ok(()) => Ok(()),
+                    Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => {
+                        Err(io::ErrorKind::Unsupported.into())
+                    }
+                    Err(e) => Err(e.into()),
+                }
+            }
+            #[cfg(not(any(target_os = "linux", target_os = "android")))]
+            {
+                let _ = (from, dest, to);
+                Err(io::ErrorKind::Unsupported.into())
+            }
+        }
+
+        /// Opens the existing regular file `name` for writing in place (no
+        /// truncation, never created, never through a symlink) and says what
+        /// it is (its descriptor's `fstat`); anything but a regular file is refused.
+        pub(crate) fn open_write_existing(&self, name: &OsStr) -> io::Result<(File, Meta)> {
+            let flags =
+                BASE | OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY;
+            let fd = rfs::openat(&self.fd, name, flags, Mode::empty())?;
+            let m = meta(&rfs::fstat(&fd)?);
+            if m.kind != FileKind::Regular {
+                return Err(not_regular(m.kind));
+            }
+            Ok((File::from(fd), m))
+        }
+
         /// Gives the file `from` in `src` a second name, `to` in this
         /// directory (`linkat` without `AT_SYMLINK_FOLLOW`: a symlink at
         /// `from` is linked as itself, never followed).
@@ -607,6 +648,27 @@ mod portable {
 
         pub(crate) fn unlink(&self, name: &OsStr) -> io::Result<()> {
             fs::remove_file(self.path.join(name))
+        }
+
+        /// No rename that refuses an existing name here: the journal makes a
+        /// new entry instead.
+        pub(crate) fn rename_noreplace(
+            &self,
+            _from: &OsStr,
+            _dest: &Dir,
+            _to: &OsStr,
+        ) -> io::Result<()> {
+            Err(io::ErrorKind::Unsupported.into())
+        }
+
+        /// Opens the existing regular file `name` for writing in place.
+        pub(crate) fn open_write_existing(&self, name: &OsStr) -> io::Result<(File, Meta)> {
+            let path = self.path.join(name);
+            let m = meta(&fs::symlink_metadata(&path)?);
+            if m.kind != FileKind::Regular {
+                return Err(not_regular(m.kind));
+            }
+            Ok((fs::OpenOptions::new().write(true).open(path)?, m))
         }
 
         /// Hard links are not used here: the journal copies instead.

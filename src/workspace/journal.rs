@@ -21,11 +21,27 @@
 //! the hash it must have, modes keep only the permission bits (0o777), paths
 //! appear once. What is wrong is named in [`JournalProblem`].
 //!
-//! Pruning and removal delete only what a valid manifest names, through the
-//! entry's directory handle (`unlinkat`, never following a symlink); anything
-//! else found in an entry is left where it is, and so is the entry. Pruned
-//! entries first wait in `.lancet/pruned/` (moved there whole by a rename,
-//! which frees no disk blocks) and are deleted ten at a time ([`prune`]).
+//! Once the journal holds its limit of entries (twenty), a commit recycles
+//! the oldest rather than making a directory and pruning one
+//! ([`claim_oldest`]): the oldest entry with a valid manifest that holds
+//! nothing else than that manifest and the copies it names has its manifest
+//! renamed to `manifest.json.tmp` (from then on it is an entry cut short,
+//! which undo and pruning skip), is renamed to the new id (never over an
+//! existing name), loses the copies its manifest named, and is written as a
+//! new entry, its manifest written over the old one's inode and renamed
+//! into place last. No directory is made or freed; on a file system that
+//! discards freed blocks at once (ext4 `-o discard`), each freed one waits
+//! for the device. Anything that keeps the oldest entry from being recycled
+//! (a legacy `files/`, a stranger's file, a symlink, a file system without
+//! `RENAME_NOREPLACE`) falls back to a new entry and [`prune`].
+//!
+//! Recycling, pruning and removal delete only what a valid manifest names,
+//! through the entry's directory handle (`unlinkat`, never following a
+//! symlink); anything else found in an entry is left where it is, and so is
+//! the entry. Entries pruned past the limit (where recycling could not be
+//! done, or an earlier lancet's) first wait in `.lancet/pruned/` (moved
+//! there whole by a rename, which frees no disk blocks) and are deleted ten
+//! at a time ([`prune`]), or all at once by a commit that recycled ([`drain`]).
 //!
 //! Owns: the entry layout, the manifest and its validation. Does not own what
 //! a commit or an undo does with it (the workspace).
@@ -192,6 +208,9 @@ pub(crate) struct Saved {
     /// The entry's directory, still open for [`privatize`] (`None` when
     /// nothing was linked).
     entry: Option<Dir>,
+    /// Whether the entry is the journal's oldest, recycled (see
+    /// [`claim_oldest`]): the journal holds no more entries than before.
+    pub(crate) recycled: bool,
 }
 
 /// A saved copy that is a hard link to an original.
@@ -284,6 +303,12 @@ fn corrupt(id: &str, problem: JournalProblem) -> WorkspaceError {
 /// the file read, else copied), then the manifest, and says what it saved.
 /// On failure nothing of the entry is left.
 ///
+/// With `keep` (the journal's limit) and a journal that holds that many
+/// entries with a manifest, the oldest is recycled for `id` rather than a
+/// new directory made and the oldest pruned after the commit (see
+/// [`claim_oldest`]); anything that keeps it from being recycled falls back
+/// to a new entry, which [`prune`] then trims as before.
+///
 /// A link costs no bytes: the commit renames the new content over the
 /// original's name, so the original inode lives on untouched in the journal.
 /// Undo checks every copy against its recorded hash either way, so a linked
@@ -294,77 +319,272 @@ pub(crate) fn write(
     id: &str,
     records: &[Record<'_>],
     created_dirs: Vec<String>,
+    keep: Option<usize>,
 ) -> Result<Saved, WorkspaceError> {
-    let at = |name: &str| undo.path().join(id).join(name);
+    if let Some(keep) = keep
+        && let Some(entry) = claim_oldest(undo, keep, id)
+    {
+        let mut written = Vec::new();
+        let mut linked = Vec::new();
+        match fill(
+            undo,
+            id,
+            &entry,
+            records,
+            &created_dirs,
+            true,
+            &mut written,
+            &mut linked,
+        ) {
+            Ok(()) => {
+                return Ok(Saved {
+                    copies: written,
+                    entry: (!linked.is_empty()).then_some(entry),
+                    linked,
+                    recycled: true,
+                });
+            }
+            // What this commit wrote there goes, and the entry with it when
+            // nothing else is left; then a new entry is tried (which fails
+            // if the old one could not go).
+            Err(_) => {
+                drop(entry);
+                remove_names(undo.dir(), id, &written);
+            }
+        }
+    }
     let entry_name = OsStr::new(id);
     undo.dir()
         .make_dir(entry_name, DIR_MODE)
         .map_err(io_at(&undo.path().join(id)))?;
     let mut written: Vec<String> = Vec::new();
     let mut linked: Vec<Linked> = Vec::new();
-    let result = (|| -> Result<Dir, WorkspaceError> {
-        let entry = undo
-            .dir()
-            .open_dir(entry_name)
-            .map_err(io_at(&undo.path().join(id)))?;
-        let mut stored = Vec::with_capacity(records.len());
-        for (n, r) in records.iter().enumerate() {
-            let name = n.to_string();
-            if let Some((bytes, _, _)) = r.before {
-                let to = OsStr::new(&name);
-                let link = r
-                    .source
-                    .filter(|(src, from, read)| link_original(&entry, src, from, read, to));
-                if let Some((_, _, read)) = link {
-                    written.push(name.clone());
-                    linked.push(Linked {
-                        name: name.clone(),
-                        record: n,
-                        read,
-                    });
-                } else {
-                    let path = at(&name);
-                    let mut f = entry.create_new(to, FILE_MODE).map_err(io_at(&path))?;
-                    written.push(name.clone());
-                    f.write_all(bytes).map_err(io_at(&path))?;
-                }
-            }
-            stored.push(StoredEntry {
-                path: r.path.to_owned(),
-                existed: r.before.is_some(),
-                saved: r.before.map(|_| name),
-                mode: r.before.and_then(|(_, _, m)| m.map(|m| m & 0o777)),
-                after: r.after,
-                before: r.before.map(|(_, h, _)| h),
-            });
-        }
-        let json = serde_json::to_vec_pretty(&Stored {
-            entries: stored,
-            created_dirs,
-        })
-        .map_err(|e| io_at(&at(MANIFEST))(e.into()))?;
-        // Written aside and renamed, so an entry has a manifest only once it is complete.
-        let mut f = entry
-            .create_new(OsStr::new(MANIFEST_TMP), FILE_MODE)
-            .map_err(io_at(&at(MANIFEST_TMP)))?;
-        f.write_all(&json).map_err(io_at(&at(MANIFEST_TMP)))?;
-        drop(f);
-        entry
-            .rename(OsStr::new(MANIFEST_TMP), &entry, OsStr::new(MANIFEST))
-            .map_err(io_at(&at(MANIFEST)))?;
-        Ok(entry)
-    })();
+    let result = undo
+        .dir()
+        .open_dir(entry_name)
+        .map_err(io_at(&undo.path().join(id)))
+        .and_then(|entry| {
+            fill(
+                undo,
+                id,
+                &entry,
+                records,
+                &created_dirs,
+                false,
+                &mut written,
+                &mut linked,
+            )?;
+            Ok(entry)
+        });
     match result {
         Ok(entry) => Ok(Saved {
             copies: written,
             entry: (!linked.is_empty()).then_some(entry),
             linked,
+            recycled: false,
         }),
         Err(e) => {
             remove_names(undo.dir(), id, &written);
             Err(e)
         }
     }
+}
+
+/// Writes the originals of `records` and the manifest into `entry` (entry
+/// `id`, empty but for the `manifest.json.tmp` a recycled entry keeps when
+/// `reused`), noting every copy made in `written` and every link in `linked`.
+#[allow(clippy::too_many_arguments)]
+fn fill(
+    undo: &StateDir,
+    id: &str,
+    entry: &Dir,
+    records: &[Record<'_>],
+    created_dirs: &[String],
+    reused: bool,
+    written: &mut Vec<String>,
+    linked: &mut Vec<Linked>,
+) -> Result<(), WorkspaceError> {
+    let at = |name: &str| undo.path().join(id).join(name);
+    let mut stored = Vec::with_capacity(records.len());
+    for (n, r) in records.iter().enumerate() {
+        let name = n.to_string();
+        if let Some((bytes, _, _)) = r.before {
+            let to = OsStr::new(&name);
+            let link = r
+                .source
+                .filter(|(src, from, read)| link_original(entry, src, from, read, to));
+            if let Some((_, _, read)) = link {
+                written.push(name.clone());
+                linked.push(Linked {
+                    name: name.clone(),
+                    record: n,
+                    read,
+                });
+            } else {
+                let path = at(&name);
+                let mut f = entry.create_new(to, FILE_MODE).map_err(io_at(&path))?;
+                written.push(name.clone());
+                f.write_all(bytes).map_err(io_at(&path))?;
+            }
+        }
+        stored.push(StoredEntry {
+            path: r.path.to_owned(),
+            existed: r.before.is_some(),
+            saved: r.before.map(|_| name),
+            mode: r.before.and_then(|(_, _, m)| m.map(|m| m & 0o777)),
+            after: r.after,
+            before: r.before.map(|(_, h, _)| h),
+        });
+    }
+    let json = serde_json::to_vec_pretty(&Stored {
+        entries: stored,
+        created_dirs: created_dirs.to_vec(),
+    })
+    .map_err(|e| io_at(&at(MANIFEST))(e.into()))?;
+    // Written aside and renamed, so an entry has a manifest only once it is
+    // complete. A recycled entry's old manifest, renamed aside already, is
+    // written over in place (its inode and block kept: nothing freed, which
+    // a file system that discards freed blocks waits for) when it is a
+    // regular file with no other name; else it goes and a new one is made.
+    let tmp = OsStr::new(MANIFEST_TMP);
+    let reuse = if reused {
+        match entry.open_write_existing(tmp) {
+            Ok((f, m)) if m.nlink == 1 => {
+                if m.mode & 0o7777 != FILE_MODE {
+                    let _ = super::dirs::set_mode(&f, FILE_MODE);
+                }
+                Some(f)
+            }
+            _ => {
+                if matches!(entry.stat(tmp), Ok(Some(m)) if m.kind == FileKind::Regular) {
+                    let _ = entry.unlink(tmp);
+                }
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let in_place = reuse.is_some();
+    let mut f = match reuse {
+        Some(f) => f,
+        None => entry
+            .create_new(tmp, FILE_MODE)
+            .map_err(io_at(&at(MANIFEST_TMP)))?,
+    };
+    f.write_all(&json).map_err(io_at(&at(MANIFEST_TMP)))?;
+    if in_place {
+        f.set_len(json.len() as u64)
+            .map_err(io_at(&at(MANIFEST_TMP)))?;
+    }
+    drop(f);
+    super::hook("manifest");
+    entry
+        .rename(tmp, entry, OsStr::new(MANIFEST))
+        .map_err(io_at(&at(MANIFEST)))?;
+    Ok(())
+}
+
+/// Takes the journal's oldest entry over for the new entry `id`, when the
+/// journal holds `keep` entries with a manifest (the `keep - 1` newest of
+/// them stay): the oldest entry with a valid manifest, provided it holds
+/// exactly that manifest and the copies it names, all regular files (an
+/// entry an earlier lancet wrote, with its `files/`, or one holding anything
+/// else, is left to [`prune`]). Its manifest is renamed to
+/// `manifest.json.tmp` first, so from then on it is an entry cut short,
+/// which undo and [`prune`] skip; the entry is then renamed to `id` (never
+/// over anything there) and the copies its manifest named are deleted,
+/// through its own handle, which is handed back for [`fill`].
+///
+/// `None` (nothing changed, or an entry left without a manifest) when the
+/// journal is not full or the oldest entry cannot be taken over: the caller
+/// makes a new entry. Cheap when it is not full and the journal's link
+/// count says so (see [`StateDir::subdirs`]); otherwise one listing of the
+/// journal, a look for the manifest of each of the `keep - 1` newest
+/// entries (as [`prune`] makes), a read of the oldest's manifest and one
+/// listing of that entry.
+fn claim_oldest(undo: &StateDir, keep: usize, id: &str) -> Option<Dir> {
+    let stays = keep.checked_sub(1)?;
+    if undo.subdirs().is_some_and(|n| n < keep as u64) {
+        return None;
+    }
+    let entries = ids(undo).ok()?;
+    if entries.len() < keep {
+        return None;
+    }
+    let mut split = entries.len();
+    let mut kept = 0;
+    while kept < stays {
+        split = split.checked_sub(1)?;
+        if has_manifest(undo, &entries[split]) {
+            kept += 1;
+        }
+    }
+    // The oldest entry with a valid manifest; older ones without are not
+    // lancet's to take (as in `prune`).
+    let (old, entry, manifest) = entries[..split].iter().find_map(|old| {
+        let entry = undo.dir().open_dir(OsStr::new(old)).ok()?;
+        let manifest = load_in(undo, old, &entry).ok()??;
+        Some((old, entry, manifest))
+    })?;
+    let mut copies: Vec<&str> = manifest
+        .entries
+        .iter()
+        .filter_map(|e| e.saved.as_ref().map(|(n, _)| n.as_str()))
+        .collect();
+    copies.sort_unstable();
+    // Exactly the manifest and the copies it names, each a regular file.
+    let listed = entry.kinds().ok()?;
+    for (name, kind) in &listed {
+        let ours = name
+            .to_str()
+            .is_some_and(|n| n == MANIFEST || copies.binary_search(&n).is_ok());
+        let regular = match kind {
+            Some(kind) => *kind == FileKind::Regular,
+            None => matches!(entry.stat(name), Ok(Some(m)) if m.kind == FileKind::Regular),
+        };
+        if !ours || !regular {
+            return None;
+        }
+    }
+    // The name must still lead to the entry held (its identity), so that
+    // the rename below moves the entry whose manifest was read.
+    let held = entry.meta().ok()?;
+    let same = |name: &str| {
+        matches!(undo.dir().stat(OsStr::new(name)), Ok(Some(m))
+            if m.kind == FileKind::Directory && (m.dev, m.ino) == (held.dev, held.ino))
+    };
+    if !same(old) {
+        return None;
+    }
+    entry
+        .rename_noreplace(OsStr::new(MANIFEST), &entry, OsStr::new(MANIFEST_TMP))
+        .ok()?;
+    super::hook("unmanifested");
+    if undo
+        .dir()
+        .rename_noreplace(OsStr::new(old), undo.dir(), OsStr::new(id))
+        .is_err()
+    {
+        // Left where it is without a manifest: an entry cut short.
+        return None;
+    }
+    if !same(id) {
+        // Swapped meanwhile: what was moved is put back, and the entry held
+        // (wherever it is now) has no manifest any more.
+        let _ = undo
+            .dir()
+            .rename_noreplace(OsStr::new(id), undo.dir(), OsStr::new(old));
+        return None;
+    }
+    super::hook("recycled");
+    for name in copies {
+        let os = OsStr::new(name);
+        if matches!(entry.stat(os), Ok(Some(m)) if m.kind == FileKind::Regular) {
+            let _ = entry.unlink(os);
+        }
+    }
+    Some(entry)
 }
 
 /// Removes entry `id` as [`write`] left it (copies `copies`): a commit that
@@ -444,11 +664,16 @@ pub(crate) fn ids(undo: &StateDir) -> Result<Vec<String>, WorkspaceError> {
 /// Reads and validates entry `id`'s manifest; `Ok(None)` when the entry has
 /// none (a commit cut short before it touched any file).
 pub(crate) fn load(undo: &StateDir, id: &str) -> Result<Option<Manifest>, WorkspaceError> {
-    let path = undo.path().join(id).join(MANIFEST);
     let entry = undo
         .dir()
         .open_dir(OsStr::new(id))
         .map_err(io_at(&undo.path().join(id)))?;
+    load_in(undo, id, &entry)
+}
+
+/// [`load`] through the entry's handle `entry`, already open.
+fn load_in(undo: &StateDir, id: &str, entry: &Dir) -> Result<Option<Manifest>, WorkspaceError> {
+    let path = undo.path().join(id).join(MANIFEST);
     let name = OsStr::new(MANIFEST);
     let meta = match entry.stat(name).map_err(io_at(&path))? {
         None => return Ok(None),
@@ -584,7 +809,12 @@ pub(crate) fn copy(
 /// each older entry whose manifest is valid (it names what is deleted) is
 /// moved into `aside` (`.lancet/pruned/`, opened only when something is to
 /// be moved), and once [`PRUNED_BATCH`] entries wait there they are deleted
-/// together. `newest` is the entry the caller has just written: it has one.
+/// together. `newest` is the entry the caller has just written: it has one;
+/// `recycled`: it is the oldest entry taken over (see [`claim_oldest`]), so
+/// the journal has no more entries than before. With the journal at its
+/// limit, recycling leaves nothing to prune (the listing is skipped where
+/// the link count says so); pruning is left for entries past the limit (an
+/// earlier lancet's, those an entry that could not be recycled left).
 ///
 /// Why aside: deleting an entry frees its blocks (its two directories, its
 /// manifest, the original it saved), and a file system that discards freed
@@ -611,13 +841,15 @@ pub(crate) fn prune(
     undo: &StateDir,
     keep: usize,
     newest: &str,
+    recycled: bool,
     aside: impl FnOnce() -> Option<StateDir>,
 ) {
-    // `undo` was opened before `newest` was made in it: one more now. Up to
-    // `keep` subdirectories in all, no listing could find an entry to prune.
+    // `undo` was opened before `newest` was made in it: one more now, unless
+    // it is a recycled entry. Up to `keep` subdirectories in all, no listing
+    // could find an entry to prune.
     if undo
         .subdirs()
-        .is_some_and(|n| n.saturating_add(1) <= keep as u64)
+        .is_some_and(|n| n.saturating_add(u64::from(!recycled)) <= keep as u64)
     {
         return;
     }
@@ -667,6 +899,22 @@ pub(crate) fn prune(
             if let Ok(Some(manifest)) = load(&aside, id) {
                 remove(&aside, id, &manifest);
             }
+        }
+    }
+}
+
+/// Deletes every entry waiting in `aside` (`.lancet/pruned/`), whatever
+/// their number: a commit that recycled its entry prunes nothing, so entries
+/// an earlier lancet (or a commit that could not recycle) moved there would
+/// otherwise wait for a batch that never fills. Only what their valid
+/// manifests name, as [`prune`] deletes them.
+pub(crate) fn drain(aside: &StateDir) {
+    let Ok(waiting) = ids(aside) else {
+        return;
+    };
+    for id in &waiting {
+        if let Ok(Some(manifest)) = load(aside, id) {
+            remove(aside, id, &manifest);
         }
     }
 }

@@ -1231,7 +1231,12 @@ impl Workspace {
                     .and_then(|p| p.before.as_ref())
                     .map(|b| b.bytes.as_slice())
             });
-            journal::prune(undo, JOURNAL_KEEP, id, || self.state(&["pruned"]).ok());
+            journal::prune(undo, JOURNAL_KEEP, id, saved.recycled, || {
+                self.state(&["pruned"]).ok()
+            });
+            if saved.recycled {
+                self.drain_pruned();
+            }
         }
         Ok(())
     }
@@ -1319,6 +1324,22 @@ impl Workspace {
         }
     }
 
+    /// After a commit that recycled its journal entry (and so pruned
+    /// nothing): deletes the entries waiting in `.lancet/pruned/`, if it
+    /// exists, then the directory once empty, so that later applies find
+    /// nothing there (one failed `openat`).
+    fn drain_pruned(&self) {
+        let Ok(Some(aside)) = state::open_existing(&self.dir, &self.root, &["pruned"]) else {
+            return;
+        };
+        journal::drain(&aside);
+        drop(aside);
+        if let Ok(Some(lancet)) = state::open_existing(&self.dir, &self.root, &[]) {
+            // Only an empty directory goes (never a symlink: `ENOTDIR`).
+            let _ = lancet.dir().remove_dir(OsStr::new("pruned"));
+        }
+    }
+
     /// Saves the originals and the manifest of a commit under `.lancet/undo/<id>/`.
     fn journal(
         &self,
@@ -1347,7 +1368,8 @@ impl Workspace {
             .iter()
             .filter_map(|d| Some(d.to_str()?.replace('\\', "/")))
             .collect();
-        let saved = journal::write(&undo, id, &records, created_dirs)?;
+        let keep = recycling().then_some(JOURNAL_KEEP);
+        let saved = journal::write(&undo, id, &records, created_dirs, keep)?;
         Ok((undo, saved))
     }
 
@@ -1567,10 +1589,38 @@ fn fail_point(_n: usize) -> io::Result<()> {
     Ok(())
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Test hook: journal as a lancet before recycling did (a new entry each
+    /// commit, the oldest pruned), to fill a journal the way it left one.
+    static NO_RECYCLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether a commit may recycle the journal's oldest entry (always, but in
+/// a test that asks for the older way).
+fn recycling() -> bool {
+    #[cfg(test)]
+    {
+        !NO_RECYCLE.get()
+    }
+    #[cfg(not(test))]
+    {
+        true
+    }
+}
+
 /// Where a test may act in the middle of a commit.
 #[cfg(test)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Point {
+    /// Recycling the oldest journal entry: its manifest renamed aside,
+    /// the entry not yet renamed.
+    Unmanifested,
+    /// Recycling: the entry renamed to the new id, its old copies not yet deleted.
+    Recycled,
+    /// A journal entry's copies and manifest written, the manifest not yet
+    /// renamed into place.
+    Manifest,
     /// After staging, before journalling.
     Staged,
     /// After staging and journalling, before the last checks.
@@ -1597,6 +1647,9 @@ fn hook(_at: &'static str) {
         let at = match _at {
             "journal" => Point::Staged,
             "recheck" => Point::BeforeRecheck,
+            "unmanifested" => Point::Unmanifested,
+            "recycled" => Point::Recycled,
+            "manifest" => Point::Manifest,
             _ => Point::BeforeRename,
         };
         match HOOK.take() {
@@ -2068,9 +2121,12 @@ mod tests {
 
     /// Entries pruned past the twenty wait in `.lancet/pruned/` (moved,
     /// not deleted) until there are ten, then all ten are deleted together;
-    /// undo still reaches the newest.
+    /// undo still reaches the newest. (Pruning is what a commit falls back to
+    /// when it cannot recycle the oldest entry: here it is made not to.)
     #[test]
     fn pruned_entries_wait_aside_then_go_together() {
+        NO_RECYCLE.set(true);
+        let _back = Restore(|| NO_RECYCLE.set(false));
         let (_dir, ws) = setup();
         let mut hash = None;
         let mut commit = |i: usize| {
@@ -2101,6 +2157,237 @@ mod tests {
             on_disk(&ws, "f.txt").unwrap(),
             format!("{last}\n").into_bytes()
         );
+    }
+
+    /// Runs its closure when dropped: a test's thread-local put back even
+    /// when an assertion fails.
+    struct Restore<F: FnMut()>(F);
+
+    impl<F: FnMut()> Drop for Restore<F> {
+        fn drop(&mut self) {
+            (self.0)();
+        }
+    }
+
+    /// Commits `f.txt` = `"{i}\n"` for each `i` in `range`, each over the last.
+    fn commit_numbers(ws: &Workspace, range: std::ops::Range<usize>) {
+        for i in range {
+            let before = on_disk(ws, "f.txt").map(|b| content_hash(&b));
+            let bytes = format!("{i}\n").into_bytes();
+            ws.commit(&[write("f.txt", &bytes, before)]).unwrap();
+        }
+    }
+
+    /// The journal's directory's inode (unix), to tell a recycled entry.
+    #[cfg(unix)]
+    fn inode(path: &Path) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        fs::symlink_metadata(path).unwrap().ino()
+    }
+
+    /// With the journal at its twenty entries, a commit takes the oldest
+    /// entry over (the same directory, renamed to the new id) instead of
+    /// making one and pruning the oldest: still twenty, the oldest id gone,
+    /// nothing moved to `.lancet/pruned/`, and the entry holds exactly the
+    /// new manifest and copy.
+    #[cfg(unix)]
+    #[test]
+    fn a_full_journal_recycles_its_oldest_entry() {
+        let (_dir, ws) = setup();
+        commit_numbers(&ws, 0..JOURNAL_KEEP);
+        let undo = ws.root().join(".lancet/undo");
+        let ids = ws.entries().unwrap();
+        assert_eq!(ids.len(), JOURNAL_KEEP);
+        let oldest_inode = inode(&undo.join(&ids[0]));
+        commit_numbers(&ws, JOURNAL_KEEP..JOURNAL_KEEP + 1);
+        let now = ws.entries().unwrap();
+        assert_eq!(now.len(), JOURNAL_KEEP);
+        assert!(!now.contains(&ids[0]));
+        assert_eq!(now[..JOURNAL_KEEP - 1], ids[1..]);
+        let newest = undo.join(&now[JOURNAL_KEEP - 1]);
+        assert_eq!(inode(&newest), oldest_inode);
+        assert!(!ws.root().join(".lancet/pruned").exists());
+        let mut names: Vec<_> = fs::read_dir(&newest)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["0", "manifest.json"]);
+        assert_eq!(
+            fs::read(newest.join("0")).unwrap(),
+            format!("{}\n", JOURNAL_KEEP - 1).into_bytes()
+        );
+        ws.undo().unwrap();
+        assert_eq!(
+            on_disk(&ws, "f.txt").unwrap(),
+            format!("{}\n", JOURNAL_KEEP - 1).into_bytes()
+        );
+    }
+
+    /// Twenty-five applies, then twenty undos: each puts back the one
+    /// before it, in order, through recycled entries; then nothing is left.
+    #[test]
+    fn twenty_five_applies_then_twenty_undos() {
+        let (_dir, ws) = setup();
+        commit_numbers(&ws, 0..25);
+        assert_eq!(journal_len(&ws), JOURNAL_KEEP);
+        for k in 0..JOURNAL_KEEP {
+            ws.undo().unwrap();
+            assert_eq!(
+                on_disk(&ws, "f.txt").unwrap(),
+                format!("{}\n", 23 - k).into_bytes(),
+                "undo {k}"
+            );
+        }
+        assert!(matches!(ws.undo(), Err(E::NothingToUndo)));
+        assert_eq!(on_disk(&ws, "f.txt").unwrap(), b"4\n");
+    }
+
+    /// An oldest entry whose manifest is not lancet's is neither recycled
+    /// nor deleted: the next valid one is recycled and the foreign one keeps
+    /// every file; one holding a file its manifest does not name is not
+    /// recycled either (it is pruned as before, the foreign file kept).
+    #[test]
+    fn a_foreign_oldest_entry_is_not_recycled() {
+        let (_dir, ws) = setup();
+        let undo = ws.root().join(".lancet/undo");
+        commit_numbers(&ws, 0..1);
+        let foreign = undo.join("0000000000000001-0000000001-00000000000000000000");
+        fs::create_dir(&foreign).unwrap();
+        fs::write(foreign.join("manifest.json"), b"not json").unwrap();
+        fs::write(foreign.join("0"), b"keep me").unwrap();
+        commit_numbers(&ws, 1..JOURNAL_KEEP + 3);
+        assert_eq!(
+            fs::read(foreign.join("manifest.json")).unwrap(),
+            b"not json"
+        );
+        assert_eq!(fs::read(foreign.join("0")).unwrap(), b"keep me");
+        let ids = ws.entries().unwrap();
+        assert_eq!(ids.len(), JOURNAL_KEEP + 1);
+        assert_eq!(ids[0], "0000000000000001-0000000001-00000000000000000000");
+        // A stranger's file in the oldest real entry: not recycled.
+        let oldest = undo.join(&ids[1]);
+        fs::write(oldest.join("notes"), b"mine").unwrap();
+        commit_numbers(&ws, JOURNAL_KEEP + 3..JOURNAL_KEEP + 4);
+        assert!(!oldest.exists());
+        let aside = ws.root().join(".lancet/pruned").join(&ids[1]);
+        assert_eq!(fs::read(aside.join("notes")).unwrap(), b"mine");
+        assert_eq!(journal_len(&ws), JOURNAL_KEEP + 1);
+        ws.undo().unwrap();
+        assert_eq!(
+            on_disk(&ws, "f.txt").unwrap(),
+            format!("{}\n", JOURNAL_KEEP + 2).into_bytes()
+        );
+    }
+
+    /// Symlinks in the journal are never followed by recycling: an entry
+    /// name that is a symlink to a directory outside (holding a valid
+    /// manifest and copy) is not an entry; an oldest entry whose copy is a
+    /// symlink to a file outside is not recycled, and the file outside
+    /// stays as it was.
+    #[cfg(unix)]
+    #[test]
+    fn recycling_never_follows_a_symlink() {
+        use std::os::unix::fs::symlink;
+        let (dir, ws) = setup();
+        let undo = ws.root().join(".lancet/undo");
+        // So that the first entry has a copy too.
+        put(&ws, "f.txt", b"start\n");
+        commit_numbers(&ws, 0..JOURNAL_KEEP);
+        let ids = ws.entries().unwrap();
+        // A valid entry outside, linked in under the oldest id of all.
+        let outside = dir.path().join("outside-entry");
+        fs::create_dir(&outside).unwrap();
+        for name in ["manifest.json", "0"] {
+            fs::copy(undo.join(&ids[0]).join(name), outside.join(name)).unwrap();
+        }
+        let linked = "0000000000000001-0000000001-00000000000000000000";
+        symlink(&outside, undo.join(linked)).unwrap();
+        // The oldest real entry's copy: a symlink to a file outside.
+        let victim = dir.path().join("victim.txt");
+        fs::write(&victim, b"precious").unwrap();
+        fs::remove_file(undo.join(&ids[0]).join("0")).unwrap();
+        symlink(&victim, undo.join(&ids[0]).join("0")).unwrap();
+        commit_numbers(&ws, JOURNAL_KEEP..JOURNAL_KEEP + 2);
+        assert_eq!(fs::read(&victim).unwrap(), b"precious");
+        assert!(outside.join("manifest.json").exists());
+        assert!(outside.join("0").exists());
+        assert!(
+            fs::symlink_metadata(undo.join(linked))
+                .unwrap()
+                .is_symlink()
+        );
+        // The entry with the symlink was pruned the old way (moved whole),
+        // the next one recycled.
+        assert!(!undo.join(&ids[0]).exists());
+        assert!(!undo.join(&ids[1]).exists());
+        assert_eq!(journal_len(&ws), JOURNAL_KEEP);
+        ws.undo().unwrap();
+        assert_eq!(
+            on_disk(&ws, "f.txt").unwrap(),
+            format!("{}\n", JOURNAL_KEEP).into_bytes()
+        );
+    }
+
+    /// A crash at any point of recycling (a panic in the hook stands for
+    /// one: nothing after it runs) leaves the entry without a manifest,
+    /// which undo skips: it undoes the commit before, whose entry is intact,
+    /// and the crashed commit changed no file.
+    #[test]
+    fn a_crash_while_recycling_leaves_an_entry_undo_skips() {
+        for point in [Point::Unmanifested, Point::Recycled, Point::Manifest] {
+            let (_dir, ws) = setup();
+            commit_numbers(&ws, 0..JOURNAL_KEEP);
+            let before = ws.entries().unwrap();
+            HOOK.set(Some((point, Box::new(|| panic!("crash")))));
+            let crashed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                commit_numbers(&ws, JOURNAL_KEEP..JOURNAL_KEEP + 1);
+            }));
+            HOOK.set(None);
+            assert!(crashed.is_err(), "{point:?}");
+            let expected = format!("{}\n", JOURNAL_KEEP - 1).into_bytes();
+            assert_eq!(on_disk(&ws, "f.txt").unwrap(), expected, "{point:?}");
+            // Still as many entries (one of them, the oldest taken, without a manifest).
+            assert_eq!(ws.entries().unwrap().len(), before.len(), "{point:?}");
+            ws.undo().unwrap();
+            assert_eq!(
+                on_disk(&ws, "f.txt").unwrap(),
+                format!("{}\n", JOURNAL_KEEP - 2).into_bytes(),
+                "{point:?}"
+            );
+            // Later commits go on, and undo reaches the newest.
+            commit_numbers(&ws, 100..103);
+            ws.undo().unwrap();
+            assert_eq!(on_disk(&ws, "f.txt").unwrap(), b"101\n", "{point:?}");
+        }
+    }
+
+    /// Entries an older lancet left waiting in `.lancet/pruned/` (fewer than
+    /// the ten that would delete them) go with the first commit that
+    /// recycles, and the directory with them; undo still reaches the newest.
+    #[test]
+    fn entries_left_aside_go_with_the_first_recycling_commit() {
+        let (_dir, ws) = setup();
+        NO_RECYCLE.set(true);
+        let back = Restore(|| NO_RECYCLE.set(false));
+        commit_numbers(&ws, 0..JOURNAL_KEEP + 4);
+        drop(back);
+        let pruned = ws.root().join(".lancet/pruned");
+        assert_eq!(fs::read_dir(&pruned).unwrap().count(), 4);
+        commit_numbers(&ws, JOURNAL_KEEP + 4..JOURNAL_KEEP + 5);
+        assert!(!pruned.exists());
+        assert_eq!(journal_len(&ws), JOURNAL_KEEP);
+        commit_numbers(&ws, JOURNAL_KEEP + 5..JOURNAL_KEEP + 6);
+        ws.undo().unwrap();
+        assert_eq!(
+            on_disk(&ws, "f.txt").unwrap(),
+            format!("{}\n", JOURNAL_KEEP + 4).into_bytes()
+        );
+        // A stranger's file in `.lancet/pruned/` keeps the directory.
+        fs::create_dir(&pruned).unwrap();
+        fs::write(pruned.join("notes"), b"mine").unwrap();
+        commit_numbers(&ws, JOURNAL_KEEP + 6..JOURNAL_KEEP + 7);
+        assert_eq!(fs::read(pruned.join("notes")).unwrap(), b"mine");
     }
 
     #[test]
