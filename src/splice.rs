@@ -516,7 +516,7 @@ pub struct Piece {
     /// The lines that replace them.
     pub lines: Vec<String>,
     /// The endings the edit itself states for `lines`, taken as they are
-    /// (see [`state_endings`]); `None`: each takes the ending of the line it
+    /// (see `splice::state_endings`); `None`: each takes the ending of the line it
     /// replaces, as `Document::apply` chooses.
     pub eols: Option<Vec<Eol>>,
 }
