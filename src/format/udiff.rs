@@ -78,10 +78,8 @@ pub struct Hunk {
     pub new_missing_newline: bool,
     /// 1-based input line of the `@@` header (0 when not from text).
     pub source_line: usize,
-    /// The diff's own lines ended in `\r\n` (it was made from a CRLF file).
-    pub crlf: bool,
     /// For each line of the body, whether the diff ended it in `\r\n`
-    /// (empty for a hunk not read from text).
+    /// (empty for a hunk not read from text; see [`Hunk::crlf`]).
     pub crlf_lines: Vec<bool>,
 }
 
@@ -96,6 +94,13 @@ impl Hunk {
                 _ => None,
             })
             .collect()
+    }
+
+    /// Whether most of the diff's own lines ended in `\r\n` (it was made
+    /// from a CRLF file): the ending new lines get where the file has none
+    /// to copy.
+    pub fn crlf(&self) -> bool {
+        self.crlf_lines.iter().filter(|&&cr| cr).count() * 2 > self.crlf_lines.len()
     }
 
     /// Context and removed lines, in order.
@@ -125,7 +130,6 @@ impl Hunk {
             old_missing_newline: self.new_missing_newline,
             new_missing_newline: self.old_missing_newline,
             source_line: self.source_line,
-            crlf: self.crlf,
             crlf_lines: self.crlf_lines.clone(),
         }
     }
@@ -561,7 +565,6 @@ fn parse_text(input: &str, opts: DiffOptions) -> Result<Patch, ParseError> {
                 old_missing_newline: false,
                 new_missing_newline: false,
                 source_line: i + 1,
-                crlf: false,
                 crlf_lines: Vec::new(),
             };
             let (mut hunk, next) = read_body(&lines, i + 1, &header, fence);
@@ -587,7 +590,6 @@ fn parse_text(input: &str, opts: DiffOptions) -> Result<Patch, ParseError> {
                 return Err(e);
             }
             let body = &raw[i + 1..next];
-            hunk.crlf = body.iter().filter(|l| l.ends_with('\r')).count() * 2 > body.len();
             // The body's lines as `body` read them: every one but the
             // `\ No newline` markers, from the first on.
             hunk.crlf_lines = body
@@ -979,7 +981,7 @@ fn resolve_hunk(
         if doc.is_empty() || ctx.verified || ctx.bracketed || h.stated_start() == Some(0) && n == 0
         {
             let mut r = Resolution::status(EditStatus::Applied);
-            r.eol = h.crlf.then_some(crate::text::Eol::CrLf);
+            r.eol = h.crlf().then_some(Eol::CrLf);
             // An empty file (or a new one) has no endings of its own to
             // give: the lines end as the diff ends them.
             let eols = (n == 0).then(|| h.literal_endings_at(doc, 0..0)).flatten();
@@ -1017,7 +1019,7 @@ fn resolve_hunk(
         let touches_end = m.range.end == doc.line_count();
         let mut r = Resolution::status(EditStatus::Applied);
         r.final_newline = final_newline.filter(|_| touches_end);
-        r.eol = h.crlf.then_some(crate::text::Eol::CrLf);
+        r.eol = h.crlf().then_some(Eol::CrLf);
         r.tier = Some(m.tier);
         r.similarity = Some(m.similarity);
         if let Some(s) = h.stated_start() {
