@@ -46,6 +46,10 @@ pub(super) enum Wrapper {
     /// own); like [`Wrapper::Indented`], guessed from lines, so the old
     /// slice is parsed too.
     Module,
+    /// Rust tokens of a macro invocation's `{…}` (`proptest! {`,
+    /// `quote! {`, `thread_local! {`), inside `__lancet_probe! {` … `}`
+    /// (tree-sitter's `token_tree`: any balanced run of tokens).
+    Tokens,
 }
 
 impl Wrapper {
@@ -56,6 +60,7 @@ impl Wrapper {
             Wrapper::Block => ("fn __lancet_probe() {\n", "}\n"),
             Wrapper::Items => ("mod __lancet_probe {\n", "}\n"),
             Wrapper::Arms => ("fn __lancet_probe() { match () {\n", "} }\n"),
+            Wrapper::Tokens => ("__lancet_probe! {\n", "}\n"),
             Wrapper::Indented => ("def __lancet_probe():\n", ""),
             Wrapper::Bare | Wrapper::Module => return slice.to_owned(),
         };
@@ -79,8 +84,9 @@ impl Wrapper {
     /// `=`/`=>`/closure or `unsafe`/`async`/`const` header opens is a
     /// `block`, an `impl`/`trait`/`mod`/`extern` one a `declaration_list`,
     /// a `match` one a `match_block` (whose arms a slice takes from after a
-    /// `,` to before one, see [`rust`]), as in the wrappers; the top level
-    /// is a `source_file`. Python's indentation and clauses are guessed from
+    /// `,` to before one, see [`rust`]), a macro invocation's a `token_tree`
+    /// (where any line at its depth is a boundary), as in the wrappers; the
+    /// top level is a `source_file`. Python's indentation and clauses are guessed from
     /// lines: its slices are still checked by parsing the old one.
     pub(super) fn proven(self) -> bool {
         !matches!(self, Wrapper::Indented | Wrapper::Module)
@@ -246,6 +252,9 @@ fn classify(doc: &Document, lx: &[LineLex], o: usize, d: i32) -> Option<Wrapper>
     if match_header(head) {
         return Some(Wrapper::Arms);
     }
+    if macro_header(head) {
+        return Some(Wrapper::Tokens);
+    }
     let (word, foreign, qualified) = first_word(head);
     match word {
         "fn" | "if" | "else" | "while" | "for" | "loop" => Some(Wrapper::Block),
@@ -284,6 +293,28 @@ fn match_header(head: &str) -> bool {
             || before == "return"
             || before.ends_with(" return")
     })
+}
+
+/// Whether a header opens a macro invocation's tokens (`proptest! {`,
+/// `let q = quote::quote! {`), on a line without a string, a character
+/// literal or a comment. Not `macro_rules! m {`, whose rules the grammar
+/// parses as rules, not as one token tree.
+pub(super) fn macro_header(head: &str) -> bool {
+    let head = head.trim();
+    let Some(head) = head.strip_suffix('{').map(str::trim_end) else {
+        return false;
+    };
+    if head.contains(['"', '\'', '{', '}']) || head.contains("//") || head.contains("/*") {
+        return false;
+    }
+    let Some(path) = head.strip_suffix('!') else {
+        return false;
+    };
+    let name_at = path
+        .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .map_or(0, |k| k + 1);
+    let name = &path[name_at..];
+    name.starts_with(|c: char| c.is_alphabetic() || c == '_') && name != "macro_rules"
 }
 
 /// The qualifiers `pub`, `pub(…)`, `async`, `const`, `unsafe`, `default`,
@@ -380,6 +411,9 @@ pub(super) fn rust(s: &Sides<'_>, run: &DiffRun) -> Vec<Slice> {
             // before a line after a `,` or at the match's `}`, so its last
             // arm is followed as in the file.
             Wrapper::Arms => matches!(prev, b',' | b'{'),
+            // Tokens: any line at the token tree's depth (outside strings
+            // and comments) starts and ends a balanced run of them.
+            Wrapper::Tokens => true,
             _ => matches!(prev, b';' | b'{') || (prev == b'}' && stmt_like(line)),
         };
         let closes = |doc: &Document, i: usize| {
