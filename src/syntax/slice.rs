@@ -6,6 +6,8 @@
 //! `fn __lancet_probe() {…}`), a run of items in an `impl`/`trait`/`mod`/
 //! `extern` block (parsed in `mod __lancet_probe {…}`, whose grammar rule is
 //! the same), a run of arms of a `match` (parsed in `match () {…}`), a run
+//! of lines of a macro invocation's `{…}` tokens (parsed in
+//! `__lancet_probe! {…}`: a token tree takes any balanced run), a run
 //! of whole top-level items (parsed as they are), a run of Python statements
 //! at one indentation (parsed under
 //! `def __lancet_probe():`, their bytes untouched: a wrapper no clause can
