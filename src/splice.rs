@@ -343,7 +343,10 @@ pub fn ops_from_diff<A: AsRef<str>, B: AsRef<str>>(old: &[A], new: &[B]) -> Vec<
 /// document line's own leading-whitespace string (tabs and alignment spaces
 /// included). A new line at a width the needle used takes that string; a
 /// deeper line takes the nearest shallower string plus the difference in the
-/// file's indent unit (tabs if the matched lines indent with tabs).
+/// file's indent unit (tabs if the matched lines indent with tabs) — unless
+/// most lines were quoted at the file's own widths and none shows the model
+/// writing that line's kind of whitespace for the other: then the line is
+/// the model's own, as written. A whitespace-only line is shifted too.
 #[derive(Debug, Clone)]
 pub struct Reindent {
     /// The file's indentation for a quoted indentation, byte for byte (pairs
@@ -357,6 +360,13 @@ pub struct Reindent {
     /// The tab width under which the model's indentation lines up with the file's.
     tab: usize,
     identity: bool,
+    /// Whether most matched lines were quoted at the file's own width (a
+    /// shift of 0: only the characters differ, or a typo moved one line).
+    widths_agree: bool,
+    /// Whether a matched line was quoted with spaces for the file's tab
+    /// (`spaces_for_tabs`), or with a tab for the file's spaces.
+    spaces_for_tabs: bool,
+    tabs_for_spaces: bool,
 }
 
 impl Reindent {
@@ -384,6 +394,9 @@ impl Reindent {
                 tabs,
                 tab: TAB_WIDTHS.first().copied().unwrap_or(4),
                 identity,
+                widths_agree: true,
+                spaces_for_tabs: false,
+                tabs_for_spaces: false,
             };
         }
         // The tab width that makes the offsets most uniform (ties: the first tried).
@@ -457,6 +470,7 @@ impl Reindent {
                 map.entry(w).or_insert_with(|| (*d).to_owned());
             }
         }
+        let widths_agree = offsets.iter().filter(|o| **o == 0).count() * 2 > offsets.len();
         Reindent {
             exact,
             map,
@@ -464,6 +478,13 @@ impl Reindent {
             tabs,
             tab,
             identity,
+            widths_agree,
+            spaces_for_tabs: pairs
+                .iter()
+                .any(|(n, d)| d.contains('\t') && !n.contains('\t')),
+            tabs_for_spaces: pairs
+                .iter()
+                .any(|(n, d)| n.contains('\t') && !d.contains('\t')),
         }
     }
 
@@ -477,16 +498,29 @@ impl Reindent {
         if self.identity {
             return line.to_owned();
         }
-        let (ind, body) = split_indent(line);
-        if body.is_empty() {
+        // A whitespace-only line's whitespace is its indentation, shifted
+        // like any other (a blank line a commit indents with its block);
+        // an empty line stays empty.
+        if line.is_empty() {
             return String::new();
         }
+        let (ind, body) = split_indent(line);
         if let Some((_, s)) = self.exact.iter().find(|(n, _)| n == ind) {
             return format!("{s}{body}");
         }
         let w = indent_width(ind, self.tab);
         if let Some(s) = self.map.get(&w) {
             return format!("{s}{body}");
+        }
+        // The model quotes the file at its own widths, and nothing shows it
+        // writing this line's kind of whitespace for the other (spaces for
+        // the file's tabs, tabs for its spaces): a width no quoted line had
+        // is the model's own, as written (a file that mixes tabs and spaces
+        // line by line).
+        let converted =
+            ind.contains(' ') && self.spaces_for_tabs || ind.contains('\t') && self.tabs_for_spaces;
+        if self.widths_agree && !converted {
+            return line.to_owned();
         }
         if let Some((&w0, base)) = self.map.range(..w).next_back() {
             return format!("{base}{}{body}", self.render(w - w0));
