@@ -687,7 +687,9 @@ fn resolve_chunk(
                     return None;
                 };
                 if require_proof
-                    && !super::locate::applied_here(doc, &old, m.range.clone(), false, opts)
+                    && (!super::locate::applied_here(doc, &old, m.range.clone(), false, opts)
+                        || m.tier > Tier::Exact
+                            && !super::locate::proves_applied_tolerantly(&old, &new_refs))
                 {
                     return None;
                 }

@@ -18,7 +18,7 @@
 //! Invariant: a located place is the one the matcher found with the caller's
 //! [`MatchOptions`] unchanged; no format relaxes or tightens it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 use crate::matcher::{self, Candidate, Match, MatchError, MatchOptions};
@@ -202,6 +202,48 @@ pub(crate) fn proves_applied<A: AsRef<str>, B: AsRef<str>>(old: &[A], new: &[B])
         .any(|op| matches!(op, Op::Add(l) if !l.trim().is_empty()))
 }
 
+/// Whether `new`, found in the file only at a tolerant tier (whitespace,
+/// blank lines or indentation forgiven), proves the edit made: besides
+/// [`proves_applied`], some line it adds is no typo of a line `old` drops.
+/// When every line the edit adds could be the file's own line misquoted on
+/// the old side (`witout` quoted, `without` restated), what surely changes
+/// is whitespace or blank lines, which is what the tolerant tier forgave:
+/// the file may as well still hold the old state (a trailing space the edit
+/// drops, a blank line it adds after the file's last line).
+pub(crate) fn proves_applied_tolerantly<A: AsRef<str>, B: AsRef<str>>(
+    old: &[A],
+    new: &[B],
+) -> bool {
+    if !proves_applied(old, new) {
+        return false;
+    }
+    let norm = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
+    let old_norm: HashSet<String> = old.iter().map(|l| norm(l.as_ref())).collect();
+    let new_norm: HashSet<String> = new.iter().map(|l| norm(l.as_ref())).collect();
+    let dropped: Vec<&str> = old
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|l| !l.trim().is_empty() && !new_norm.contains(&norm(l)))
+        .collect();
+    let added: Vec<&str> = new
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|l| !l.trim().is_empty() && !old_norm.contains(&norm(l)))
+        .collect();
+    // Large rewrites add real lines; the pairs are not all compared.
+    if added.len().saturating_mul(dropped.len()) > 1 << 16 {
+        return true;
+    }
+    let len = |l: &str| l.split_whitespace().map(str::len).sum::<usize>();
+    added.iter().any(|a| {
+        // A typo changes the length by at most its edits: lines further
+        // apart are not compared.
+        !dropped
+            .iter()
+            .any(|d| len(d).abs_diff(len(a)) <= REMOVED_LINE_TYPOS && is_typo_of(d, a))
+    })
+}
+
 /// Whether a new side that proves nothing by itself (a deletion) shows the
 /// edit made when it stands in the file: every run of removed old lines has
 /// a kept non-blank line before it and after it, so the kept lines standing
@@ -366,5 +408,30 @@ mod tests {
         assert!(!proves_applied(&["a", "b"], &["a", "", "b"]));
         // Reordered lines are an addition the counts miss.
         assert!(proves_applied(&["a", "b"], &["b", "a"]));
+    }
+
+    #[test]
+    fn a_tolerant_find_proves_only_an_addition_no_misquote_explains() {
+        // Every added line a typo of a dropped one: only whitespace or blank
+        // lines surely change (flask's `witout`, a trailing space dropped).
+        let old = ["(Run it without the `sudo`). ", "", "The End"];
+        let typo = ["(Run it witout the `sudo`). ", "", "The End"];
+        let new = ["(Run it without the `sudo`).", "", "The End"];
+        assert!(!proves_applied(&old, &new));
+        assert!(proves_applied(&typo, &new));
+        assert!(!proves_applied_tolerantly(&typo, &new));
+        assert!(!proves_applied_tolerantly(
+            &["    x = 1", "    retuHn x", "    "],
+            &["    x = 1", "    return x", ""]
+        ));
+        // A line no dropped line explains proves it; so does a changed value.
+        assert!(proves_applied_tolerantly(
+            &["    retuHn x"],
+            &["    return x", "    log(x)"]
+        ));
+        assert!(proves_applied_tolerantly(
+            &["WORKERS = 4"],
+            &["WORKERS = 6"]
+        ));
     }
 }

@@ -847,7 +847,9 @@ fn already_applied(
     ) {
         return Done::Elsewhere;
     }
-    if still_old(doc, search, replace, &m) {
+    if still_old(doc, search, replace, &m)
+        || m.tier > Tier::Exact && !super::locate::proves_applied_tolerantly(search, replace)
+    {
         return Done::Absent;
     }
     let mut r = Resolution::status(EditStatus::AlreadyApplied);
