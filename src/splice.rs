@@ -367,6 +367,9 @@ pub struct Reindent {
     /// (`spaces_for_tabs`), or with a tab for the file's spaces.
     spaces_for_tabs: bool,
     tabs_for_spaces: bool,
+    /// Whether a matched line was quoted indented with a tab; with a space.
+    quoted_tabs: bool,
+    quoted_spaces: bool,
 }
 
 impl Reindent {
@@ -397,6 +400,8 @@ impl Reindent {
                 widths_agree: true,
                 spaces_for_tabs: false,
                 tabs_for_spaces: false,
+                quoted_tabs: true,
+                quoted_spaces: true,
             };
         }
         // The tab width that makes the offsets most uniform (ties: the first tried).
@@ -485,6 +490,8 @@ impl Reindent {
             tabs_for_spaces: pairs
                 .iter()
                 .any(|(n, d)| n.contains('\t') && !d.contains('\t')),
+            quoted_tabs: pairs.iter().any(|(n, _)| n.contains('\t')),
+            quoted_spaces: pairs.iter().any(|(n, _)| n.contains(' ')),
         }
     }
 
@@ -499,12 +506,19 @@ impl Reindent {
             return line.to_owned();
         }
         // A whitespace-only line's whitespace is its indentation, shifted
-        // like any other (a blank line a commit indents with its block);
-        // an empty line stays empty.
+        // like any other (a blank line a commit indents with its block),
+        // when it is of a kind the quoted lines indent with: a lone tab
+        // among lines quoted with spaces is no level of theirs, and stays.
+        // An empty line stays empty.
         if line.is_empty() {
             return String::new();
         }
         let (ind, body) = split_indent(line);
+        let foreign =
+            ind.contains('\t') && !self.quoted_tabs || ind.contains(' ') && !self.quoted_spaces;
+        if body.is_empty() && foreign {
+            return line.to_owned();
+        }
         if let Some((_, s)) = self.exact.iter().find(|(n, _)| n == ind) {
             return format!("{s}{body}");
         }
