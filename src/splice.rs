@@ -370,6 +370,11 @@ pub struct Reindent {
     /// Whether a matched line was quoted indented with a tab; with a space.
     quoted_tabs: bool,
     quoted_spaces: bool,
+    /// The file's blank lines where the model quoted them empty, when they
+    /// are all one whitespace-only string (a file whose editor keeps a
+    /// block's indentation on its blank lines): what an empty new line
+    /// stands for there.
+    blank: Option<String>,
 }
 
 impl Reindent {
@@ -387,6 +392,16 @@ impl Reindent {
             .collect();
         let tabs = pairs.iter().any(|(_, d)| d.starts_with('\t'));
         let identity = pairs.iter().all(|(n, d)| n == d);
+        let mut quoted_empty = m
+            .alignment
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| needle[*i].as_ref().is_empty())
+            .filter_map(|(_, di)| Some(doc.line((*di)?)));
+        let blank = quoted_empty.next().and_then(|first| {
+            (!first.is_empty() && first.trim().is_empty() && quoted_empty.all(|l| l == first))
+                .then(|| first.to_owned())
+        });
         if identity {
             // Lines are written as given (see `apply`): nothing to learn (a
             // hunk of a git diff is found at its own indentation).
@@ -402,6 +417,7 @@ impl Reindent {
                 tabs_for_spaces: false,
                 quoted_tabs: true,
                 quoted_spaces: true,
+                blank: None,
             };
         }
         // The tab width that makes the offsets most uniform (ties: the first tried).
@@ -492,6 +508,7 @@ impl Reindent {
                 .any(|(n, d)| n.contains('\t') && !d.contains('\t')),
             quoted_tabs: pairs.iter().any(|(n, _)| n.contains('\t')),
             quoted_spaces: pairs.iter().any(|(n, _)| n.contains(' ')),
+            blank,
         }
     }
 
@@ -509,9 +526,11 @@ impl Reindent {
         // like any other (a blank line a commit indents with its block),
         // when it is of a kind the quoted lines indent with: a lone tab
         // among lines quoted with spaces is no level of theirs, and stays.
-        // An empty line stays empty.
+        // An empty line stays empty — unless the model quoted the file's
+        // blank lines here empty, and they all hold one whitespace-only
+        // string: then that is what an empty line stands for.
         if line.is_empty() {
-            return String::new();
+            return self.blank.clone().unwrap_or_default();
         }
         let (ind, body) = split_indent(line);
         let foreign =
