@@ -949,6 +949,13 @@ fn same(a: &str, b: &str) -> bool {
     a.trim_end() == b.trim_end()
 }
 
+/// Whether a new line restates the file line `of` as an echo does: a copy,
+/// or one that drops trailing whitespace — never one that adds some (that
+/// line is the model's own).
+fn echoes(l: &str, of: &str) -> bool {
+    same(l, of) && l.len() <= of.len()
+}
+
 /// Whether `lines` stand in `doc` from line `at` on, and say enough (some
 /// text) to count as evidence that an edit already put them there.
 fn already_there(doc: &Document, at: usize, lines: &[String]) -> bool {
@@ -1050,7 +1057,6 @@ fn resolve_anchor_edit(
             // whitespace; a payload line that adds some is the model's own.
             let before = doc.line(range.start - 1);
             let after = doc.line(range.end);
-            let echoes = |l: &str, of: &str| same(l, of) && l.len() <= of.len();
             if lines.first().is_some_and(|l| echoes(l, before))
                 && lines.last().is_some_and(|l| echoes(l, after))
             {
@@ -1060,7 +1066,9 @@ fn resolve_anchor_edit(
             }
         }
         AnchorOp::InsertAfter { .. }
-            if range.start > 0 && lines.len() > 1 && same(&lines[0], doc.line(range.start - 1)) =>
+            if range.start > 0
+                && lines.len() > 1
+                && echoes(&lines[0], doc.line(range.start - 1)) =>
         {
             lines.remove(0);
             warnings.push(Warning::BoundaryEcho);
@@ -1068,7 +1076,9 @@ fn resolve_anchor_edit(
         AnchorOp::InsertBefore { .. }
             if range.start < doc.line_count()
                 && lines.len() > 1
-                && lines.last().is_some_and(|l| same(l, doc.line(range.start))) =>
+                && lines
+                    .last()
+                    .is_some_and(|l| echoes(l, doc.line(range.start))) =>
         {
             lines.pop();
             warnings.push(Warning::BoundaryEcho);
