@@ -392,16 +392,6 @@ impl Reindent {
             .collect();
         let tabs = pairs.iter().any(|(_, d)| d.starts_with('\t'));
         let identity = pairs.iter().all(|(n, d)| n == d);
-        let mut quoted_empty = m
-            .alignment
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| needle[*i].as_ref().is_empty())
-            .filter_map(|(_, di)| Some(doc.line((*di)?)));
-        let blank = quoted_empty.next().and_then(|first| {
-            (!first.is_empty() && first.trim().is_empty() && quoted_empty.all(|l| l == first))
-                .then(|| first.to_owned())
-        });
         if identity {
             // Lines are written as given (see `apply`): nothing to learn (a
             // hunk of a git diff is found at its own indentation).
@@ -492,6 +482,16 @@ impl Reindent {
             }
         }
         let widths_agree = offsets.iter().filter(|o| **o == 0).count() * 2 > offsets.len();
+        let mut quoted_empty = m
+            .alignment
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| needle[*i].as_ref().is_empty())
+            .filter_map(|(_, di)| Some(doc.line((*di)?)));
+        let blank = quoted_empty.next().and_then(|first| {
+            (!first.is_empty() && first.trim().is_empty() && quoted_empty.all(|l| l == first))
+                .then(|| first.to_owned())
+        });
         Reindent {
             exact,
             map,
