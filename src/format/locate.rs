@@ -166,6 +166,11 @@ fn typo_distance(quoted: &str, line: &str, a: &str, b: &str) -> usize {
     collapsed.min(strsim::osa_distance(&body(quoted), &body(line)))
 }
 
+/// A line with its whitespace runs collapsed to one space and trimmed.
+fn collapsed(l: &str) -> String {
+    l.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// Whether `new` holds a non-blank line `old` lacks, so that finding `new`
 /// in the file proves the edit was made. A new side that only drops lines (a
 /// deletion: its lines are all old lines) proves nothing by being there.
@@ -174,9 +179,8 @@ pub(crate) fn proves_applied<A: AsRef<str>, B: AsRef<str>>(old: &[A], new: &[B])
     // spacing drifted (`fn b() { ` for `fn b() {`) is the old line, and
     // REPLACE restating it adds nothing (a whole-file deletion whose SEARCH
     // drifted was taken for done).
-    let norm = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
-    let old: Vec<String> = old.iter().map(|l| norm(l.as_ref())).collect();
-    let new: Vec<String> = new.iter().map(|l| norm(l.as_ref())).collect();
+    let old: Vec<String> = old.iter().map(|l| collapsed(l.as_ref())).collect();
+    let new: Vec<String> = new.iter().map(|l| collapsed(l.as_ref())).collect();
     // A non-blank line the new side has more often than the old is an
     // addition whatever the alignment: counted in linear time, which also
     // spares the line diff (quadratic when the two sides share nothing) on
@@ -217,18 +221,17 @@ pub(crate) fn proves_applied_tolerantly<A: AsRef<str>, B: AsRef<str>>(
     if !proves_applied(old, new) {
         return false;
     }
-    let norm = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
-    let old_norm: HashSet<String> = old.iter().map(|l| norm(l.as_ref())).collect();
-    let new_norm: HashSet<String> = new.iter().map(|l| norm(l.as_ref())).collect();
+    let old_norm: HashSet<String> = old.iter().map(|l| collapsed(l.as_ref())).collect();
+    let new_norm: HashSet<String> = new.iter().map(|l| collapsed(l.as_ref())).collect();
     let dropped: Vec<&str> = old
         .iter()
         .map(AsRef::as_ref)
-        .filter(|l| !l.trim().is_empty() && !new_norm.contains(&norm(l)))
+        .filter(|l| !l.trim().is_empty() && !new_norm.contains(&collapsed(l)))
         .collect();
     let added: Vec<&str> = new
         .iter()
         .map(AsRef::as_ref)
-        .filter(|l| !l.trim().is_empty() && !old_norm.contains(&norm(l)))
+        .filter(|l| !l.trim().is_empty() && !old_norm.contains(&collapsed(l)))
         .collect();
     // Large rewrites add real lines; the pairs are not all compared.
     if added.len().saturating_mul(dropped.len()) > 1 << 16 {
